@@ -1,0 +1,3 @@
+from atlas.cli import main
+
+raise SystemExit(main())

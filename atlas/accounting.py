@@ -1,0 +1,142 @@
+"""Exact parameter accounting: rows per owned tensor, tensor identity, model totals, the invariant.
+
+Tied or shared tensors are counted once, by tensor identity: `named_parameters()`
+de-duplicates the same way, while `state_dict()` and `remove_duplicate=False` do not
+(GPT-2 with a tied head: 124,439,808 unique vs 163,037,184 with repeats).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from atlas.errors import AtlasError
+from atlas.model import BufferRow, ModelDoc, ParamRow, Totals
+
+# Reader's names for the tensors of torch.nn leaves, looked up along the class's MRO.
+_LABELS: dict[type, dict[str, str]] = {
+    nn.LayerNorm: {"weight": "Learned gain", "bias": "Learned bias"},
+    nn.RMSNorm: {"weight": "Learned gain"},
+    nn.GroupNorm: {"weight": "Learned gain", "bias": "Learned bias"},
+    nn.modules.batchnorm._NormBase: {"weight": "Learned gain", "bias": "Learned bias"},
+    nn.Linear: {"weight": "Weight matrix", "bias": "Bias"},
+    nn.Embedding: {"weight": "Embedding table"},
+    nn.modules.conv._ConvNd: {"weight": "Kernels", "bias": "Bias"},
+    nn.MultiheadAttention: {"in_proj_weight": "Input projection (Q, K, V)", "in_proj_bias": "Input projection bias"},
+}
+
+
+def _lookup(table: dict[type, dict[str, str]], module: nn.Module, name: str) -> str | None:
+    for cls in type(module).__mro__:
+        if cls in table and name in table[cls]:
+            return table[cls][name]
+    return None
+
+
+def label(module: nn.Module, name: str) -> str:
+    return _lookup(_LABELS, module, name) or name.replace("_", " ").capitalize()
+
+
+def factors(module: nn.Module, name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The calculation's factors. A Linear weight is written in × out, as in the pages' `x W` equations."""
+    if isinstance(module, nn.Linear) and name == "weight" and len(shape) == 2:
+        return (shape[1], shape[0])
+    return shape
+
+
+def tensor_owners(model: nn.Module) -> dict[int, list[str]]:
+    """id(parameter) -> every "module.param" path holding it, in module order; the first one counts it."""
+    owners: dict[int, list[str]] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        for name, p in module._parameters.items():
+            if p is not None:
+                owners.setdefault(id(p), []).append(_join(path, name))
+    return owners
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def marker(owners: dict[int, list[str]], path: str, name: str, p: nn.Parameter) -> str:
+    """"own" where this place counts the tensor, else the place that does."""
+    first = owners[id(p)][0]
+    return "own" if first == _join(path, name) else first
+
+
+def param_rows(module: nn.Module, path: str, owners: dict[int, list[str]]) -> tuple[ParamRow, ...]:
+    rows = []
+    for name, p in module._parameters.items():
+        if p is None:
+            continue
+        here = _join(path, name)
+        holders = owners[id(p)]
+        shape = tuple(int(s) for s in p.shape)
+        rows.append(ParamRow(
+            name=name,
+            label=label(module, name),
+            shape=shape,
+            factors=factors(module, name, shape),
+            count=int(p.numel()),
+            trained=bool(p.requires_grad),
+            counted=holders[0] == here,
+            shared_with=tuple(h for h in holders if h != here),
+        ))
+    return tuple(rows)
+
+
+def buffer_rows(module: nn.Module) -> tuple[BufferRow, ...]:
+    return tuple(
+        BufferRow(
+            name=name,
+            shape=tuple(int(s) for s in b.shape),
+            dtype=str(b.dtype).removeprefix("torch."),
+            count=int(b.numel()),
+            persistent=name not in module._non_persistent_buffers_set,
+        )
+        for name, b in module._buffers.items()
+        if b is not None
+    )
+
+
+def unique_numel(module: nn.Module) -> int:
+    """Elements of the distinct tensors a module holds, itself and its children included."""
+    return sum(int(p.numel()) for p in module.parameters())
+
+
+def totals(model: nn.Module) -> Totals:
+    params = list(model.parameters())          # distinct tensors, by identity
+    buffers = list(model.buffers())
+    trained = sum(int(p.numel()) for p in params if p.requires_grad)
+    frozen = sum(int(p.numel()) for p in params if not p.requires_grad)
+    return Totals(
+        parameters=trained + frozen,
+        trained=trained,
+        frozen=frozen,
+        buffers=sum(int(b.numel()) for b in buffers),
+        buffer_tensors=len(buffers),
+    )
+
+
+def tree_total(doc: ModelDoc) -> tuple[int, int]:
+    """(trained, frozen) summed over the component tree, each counted row times its instances."""
+    trained = frozen = 0
+    for comp in doc.components:
+        for row in comp.rows:
+            if row.counted:
+                if row.trained:
+                    trained += row.count * comp.instances
+                else:
+                    frozen += row.count * comp.instances
+    return trained, frozen
+
+
+def check_invariant(doc: ModelDoc) -> None:
+    """The tree's total equals torch's unique parameter count, with zero residual."""
+    trained, frozen = tree_total(doc)
+    t = doc.totals
+    if (trained, frozen) != (t.trained, t.frozen):
+        raise AtlasError(
+            f"{doc.name}: parameter accounting does not reconcile: tree {trained + frozen} "
+            f"(trained {trained}, frozen {frozen}) vs torch {t.parameters} "
+            f"(trained {t.trained}, frozen {t.frozen}); residual {trained + frozen - t.parameters}"
+        )

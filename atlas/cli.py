@@ -1,0 +1,78 @@
+"""`atlas build | check | describe`: argument parsing and reporting; the work is in atlas.build."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import warnings
+
+from atlas.errors import AtlasError
+
+EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="atlas", description="Documentation pages generated from PyTorch model code.")
+    sub = p.add_subparsers(dest="command", required=True)
+    spec_help = "'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module (default: the LDLM)"
+    b = sub.add_parser("build", help="generate pages into the docs folder, writing only what changed")
+    b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
+    b.add_argument("--docs", default="docs", help="docs folder (default: docs)")
+    c = sub.add_parser("check", help="regenerate in memory and compare with the docs folder; exit 1 if stale")
+    c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
+    c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
+    d = sub.add_parser("describe", help="print the component tree")
+    d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
+    d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
+    return p
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="atlas: %(message)s")
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except AtlasError as exc:
+        print(f"atlas: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("atlas: interrupted; the docs folder is as it was before the last file move", file=sys.stderr)
+        return 130
+
+
+def _run(args) -> int:
+    from atlas import pipeline as atlas_build
+    from atlas import serialize
+
+    if args.command == "describe":
+        doc = atlas_build.describe(args.spec) if args.spec else atlas_build.describe()
+        if args.json:
+            sys.stdout.write(serialize.dumps(serialize.as_dict(doc)))
+        else:
+            for comp in doc.components:
+                depth = comp.id.count(".") + 1 if comp.id else 0
+                print(f"{'  ' * depth}{comp.name}  ×{comp.instances}  {comp.parameters_per_instance:,}")
+            t = doc.totals
+            print(f"total {t.parameters:,} (trained {t.trained:,}, frozen {t.frozen:,}); buffers {t.buffers:,}")
+        return EXIT_OK
+    if args.command == "build":
+        generated, report = atlas_build.build(args.specs, args.docs)
+        names = ", ".join(d.name for d in generated.docs)
+        if not report.written and not report.deleted:
+            print(f"atlas: {names}: {len(report.unchanged)} files unchanged; nothing written")
+        else:
+            print(f"atlas: {names}: {len(report.written)} written, {len(report.deleted)} deleted, "
+                  f"{len(report.unchanged)} unchanged in {args.docs}/")
+        return EXIT_OK
+    generated, diffs = atlas_build.check(args.specs, args.docs)
+    if diffs:
+        print(f"atlas: {len(diffs)} generated files differ from {args.docs}/; run `atlas build`:", file=sys.stderr)
+        for d in diffs:
+            print(f"  {d.status}: {d.path}", file=sys.stderr)
+        return EXIT_STALE
+    print(f"atlas: {len(generated.files)} generated files match {args.docs}/")
+    return EXIT_OK

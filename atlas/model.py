@@ -1,0 +1,126 @@
+"""The atlas data model: frozen dataclasses holding plain values.
+
+Nothing here imports torch or jinja2. Raw values live in the data (ints, tuples);
+formatting (thousands separators, LaTeX, labels) lives in the render filters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Tag(str, Enum):
+    """What a component's parameters are, as a whole."""
+
+    LEARNED = "learned"
+    FROZEN = "frozen"
+    PARTLY_FROZEN = "partly frozen"
+    PARAMETER_FREE = "parameter-free"
+
+
+@dataclass(frozen=True)
+class ParamRow:
+    """One learned tensor a component owns directly (not through a child)."""
+
+    name: str                       # attribute name, e.g. "weight"
+    label: str                      # reader's name, e.g. "Learned gain"
+    shape: tuple[int, ...]          # the tensor's real shape
+    factors: tuple[int, ...]        # the calculation's factors, in the orientation the math uses
+    count: int
+    trained: bool
+    counted: bool = True            # False where the same tensor is counted at another place
+    shared_with: tuple[str, ...] = ()   # other "module.param" paths holding the same tensor
+
+
+@dataclass(frozen=True)
+class BufferRow:
+    """One buffer a component owns directly; buffers are state, not parameters."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    count: int
+    persistent: bool
+
+
+@dataclass(frozen=True)
+class Component:
+    """A position in the module tree, with structurally identical list entries collapsed."""
+
+    id: str                         # collapsed path, "" for the model itself
+    parent: str | None
+    name: str                       # display name
+    cls: str                        # qualified class name
+    instances: int                  # module instances at this position, across the model
+    repeat: int                     # instances per instance of the parent
+    module_paths: tuple[str, ...]
+    rows: tuple[ParamRow, ...]
+    buffers: tuple[BufferRow, ...]
+    children: tuple[str, ...]       # child ids, in module order
+    parameters_per_instance: int    # every parameter element one instance holds, children included
+    summary: str
+    reconstruction: str | None = None
+    name_is_prose: bool = True      # "Encoder block" (prose) vs "TransformerEncoderLayer" (a class name)
+
+    @property
+    def parameters_total(self) -> int:
+        return self.parameters_per_instance * self.instances
+
+    @property
+    def own_parameters(self) -> int:
+        return sum(r.count for r in self.rows)
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Model-level totals. Parameters count each tensor once, by identity."""
+
+    parameters: int
+    trained: int
+    frozen: int
+    buffers: int                    # buffer elements, listed apart from parameters
+    buffer_tensors: int
+
+
+@dataclass(frozen=True)
+class Published:
+    """Totals a publication gives for the model, declared by the model's author."""
+
+    source: str
+    trained: int | None = None
+    frozen: int | None = None
+    frozen_composition_inferred: bool = False
+
+
+@dataclass(frozen=True)
+class ModelDoc:
+    """Everything the atlas knows about one model."""
+
+    name: str                       # display name, e.g. "LDLM"
+    slug: str                       # URL segment, e.g. "ldlm"
+    spec: str                       # how it was loaded, e.g. "atlas.zoo.ldlm:ldlm"
+    cls: str
+    components: tuple[Component, ...]   # the model first, then the tree in pre-order
+    totals: Totals
+    published: Published | None = None
+    _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def component(self, cid: str) -> Component:
+        if self._index is None:
+            object.__setattr__(self, "_index", {c.id: c for c in self.components})
+        return self._index[cid]
+
+    @property
+    def root(self) -> Component:
+        return self.components[0]
+
+    def ancestors(self, cid: str) -> tuple[Component, ...]:
+        """The chain from the model down to, not including, the component."""
+        chain = []
+        parent = self.component(cid).parent
+        while parent is not None:
+            comp = self.component(parent)
+            chain.append(comp)
+            parent = comp.parent
+        return tuple(reversed(chain))

@@ -1,0 +1,131 @@
+"""View data for templates, computed from the data model. No torch, no Jinja here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atlas import paths
+from atlas.model import Component, ModelDoc, Tag
+
+
+@dataclass(frozen=True)
+class Crumb:
+    label: str
+    href: str
+
+
+@dataclass(frozen=True)
+class TableRow:
+    label: str
+    name: str | None            # the attribute, for tensor rows
+    href: str | None            # the child's page, for child rows
+    calculation: str
+    count: int
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class FrozenPart:
+    label: str
+    href: str
+    count: int
+
+
+def tag(doc: ModelDoc, comp: Component) -> Tag:
+    trained = frozen = 0
+    for c in subtree(doc, comp):
+        for r in c.rows:
+            if r.trained:
+                trained += r.count
+            else:
+                frozen += r.count
+    if trained == 0 and frozen == 0:
+        return Tag.PARAMETER_FREE
+    if frozen == 0:
+        return Tag.LEARNED
+    return Tag.FROZEN if trained == 0 else Tag.PARTLY_FROZEN
+
+
+def subtree(doc: ModelDoc, comp: Component) -> list[Component]:
+    out = [comp]
+    for cid in comp.children:
+        out.extend(subtree(doc, doc.component(cid)))
+    return out
+
+
+def repeating(doc: ModelDoc, comp: Component) -> Component | None:
+    """The nearest component at or above this one that repeats, when it accounts for every instance."""
+    for c in (comp, *reversed(doc.ancestors(comp.id))):
+        if c.repeat > 1:
+            return c if c.repeat == comp.instances else None
+    return None
+
+
+def crumbs(doc: ModelDoc, comp: Component, labeler) -> list[Crumb]:
+    here = paths.page_path(doc, comp)
+    return [Crumb(labeler(a), paths.link(here, paths.page_path(doc, a))) for a in doc.ancestors(comp.id)]
+
+
+def table_rows(doc: ModelDoc, comp: Component, labeler, thousands, calculation) -> list[TableRow]:
+    """Per-instance accounting: owned tensors, then children's subtotals."""
+    here = paths.page_path(doc, comp)
+    rows = []
+    for r in comp.rows:
+        note = None
+        if r.shared_with:
+            note = ("tied; also held by " if r.counted else "tied; counted at ") + ", ".join(r.shared_with)
+        rows.append(TableRow(r.label, r.name, None, calculation(r.factors), r.count, note))
+    for cid in comp.children:
+        child = doc.component(cid)
+        if child.parameters_per_instance == 0:
+            continue
+        per = child.parameters_per_instance
+        calc = (f"{thousands(per)} × {child.repeat}" if child.repeat > 1
+                else f"{thousands(per)} across its components" if child.children else calculation_of(child, calculation))
+        rows.append(TableRow(labeler(child), None, paths.link(here, paths.page_path(doc, child)),
+                             calc, per * child.repeat))
+    return rows
+
+
+def calculation_of(comp: Component, calculation) -> str:
+    parts = [calculation(r.factors) for r in comp.rows]
+    return " + ".join(parts) if parts else "0"
+
+
+def shared_within(comp: Component, rows: list[TableRow]) -> int:
+    """Elements listed more than once in this instance's table because tensors are shared inside it."""
+    return sum(r.count for r in rows) - comp.parameters_per_instance
+
+
+def frozen_parts(doc: ModelDoc) -> list[FrozenPart]:
+    """The frozen total, composed: the topmost all-frozen components, and frozen tensors of mixed ones."""
+    out: list[FrozenPart] = []
+    root_page = paths.page_path(doc, doc.root)
+
+    def visit(c: Component) -> None:
+        rows = [(x, r) for x in subtree(doc, c) for r in x.rows if r.counted]
+        if rows and all(not r.trained for _, r in rows) and c.id:
+            out.append(FrozenPart(c.name, paths.link(root_page, paths.page_path(doc, c)),
+                                  sum(r.count * x.instances for x, r in rows)))
+            return
+        for r in c.rows:
+            if r.counted and not r.trained:
+                out.append(FrozenPart(f"{r.label.lower()} ({c.name})" if c.id else r.label,
+                                      paths.link(root_page, paths.page_path(doc, c)), r.count * c.instances))
+        for cid in c.children:
+            visit(doc.component(cid))
+
+    visit(doc.root)
+    return out
+
+
+def reconstructions(doc: ModelDoc) -> list[Component]:
+    return [c for c in doc.components if c.reconstruction]
+
+
+def in_reconstruction(doc: ModelDoc, comp: Component) -> Component | None:
+    """The component itself or the nearest ancestor marked as a reconstruction."""
+    for c in (comp, *reversed(doc.ancestors(comp.id))):
+        if c.reconstruction:
+            return c
+    return None

@@ -1,0 +1,37 @@
+"""Where each component's page lives. A page's path comes from its component id alone,
+so it stays put when unrelated code changes, and a citation keeps pointing at it."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from atlas.model import Component, ModelDoc
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_,\-]")
+
+
+def segments(cid: str) -> list[str]:
+    return [_UNSAFE.sub("-", s) for s in cid.split(".")] if cid else []
+
+
+def page_path(doc: ModelDoc, comp: Component) -> str:
+    """docs-relative path: the model at <slug>/index.md, composites at .../<id>/index.md, leaves at .../<id>.md."""
+    parts = [doc.slug, *segments(comp.id)]
+    if comp.children or not comp.id:
+        return "/".join(parts) + "/index.md"
+    return "/".join(parts) + ".md"
+
+
+def url(doc: ModelDoc, comp: Component) -> str:
+    """The page's site URL (directory URLs), which is also its permalink path."""
+    return "/".join([doc.slug, *segments(comp.id)]) + "/"
+
+
+def json_path(doc: ModelDoc) -> str:
+    return f"{doc.slug}/atlas.json"
+
+
+def link(from_page: str, to_page: str) -> str:
+    """Relative Markdown link between two docs-relative page paths."""
+    return posixpath.relpath(to_page, posixpath.dirname(from_page) or ".")

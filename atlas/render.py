@@ -1,0 +1,95 @@
+"""Render ModelDocs to files: Markdown pages and JSON, as a dict of docs-relative path -> text."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jinja2
+
+from atlas import pages, paths, serialize
+from atlas.filters import FILTERS, calculation, repeat_label, thousands
+from atlas.model import ModelDoc
+
+REPO_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+def templates_dir() -> Path:
+    return Path(os.environ.get("ATLAS_TEMPLATES", REPO_TEMPLATES))
+
+
+def environment(directory: Path | None = None) -> jinja2.Environment:
+    """A fresh environment per render: nothing global is mutated."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory or templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,   # Markdown, not HTML: text from code goes through md_text
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def component_context(doc: ModelDoc, comp) -> dict:
+    rows = pages.table_rows(doc, comp, repeat_label, thousands, calculation)
+    here = paths.page_path(doc, comp)
+    recon = pages.in_reconstruction(doc, comp)
+    return {
+        "doc": doc,
+        "comp": comp,
+        "crumbs": pages.crumbs(doc, comp, repeat_label),
+        "tag": pages.tag(doc, comp).value,
+        "repeating": pages.repeating(doc, comp),
+        "rows": rows,
+        "shared_within": pages.shared_within(comp, rows),
+        "reconstruction": recon,
+        "reconstruction_href": None if recon is None else paths.link(here, paths.page_path(doc, recon)),
+        "model_href": paths.link(here, paths.page_path(doc, doc.root)),
+        "children": [doc.component(c) for c in comp.children],
+        "child_href": lambda c: paths.link(here, paths.page_path(doc, c)),
+    }
+
+
+def model_context(doc: ModelDoc) -> dict:
+    here = paths.page_path(doc, doc.root)
+    return {
+        "doc": doc,
+        "comp": doc.root,
+        "frozen_parts": pages.frozen_parts(doc),
+        "reconstructions": pages.reconstructions(doc),
+        "tree": [(c, len(doc.ancestors(c.id)), paths.link(here, paths.page_path(doc, c))) for c in doc.components[1:]],
+        "href": lambda c: paths.link(here, paths.page_path(doc, c)),
+    }
+
+
+def render(doc: ModelDoc, env: jinja2.Environment | None = None) -> dict[str, str]:
+    env = env or environment()
+    files: dict[str, str] = {}
+    component_t = env.get_template("component.md.j2")
+    model_t = env.get_template("model.md.j2")
+    for comp in doc.components:
+        path = paths.page_path(doc, comp)
+        if path in files:
+            raise ValueError(f"two components map to the page {path}")
+        context = component_context(doc, comp)
+        if comp.id:
+            files[path] = component_t.render(**context)
+        else:
+            files[path] = model_t.render({**context, **model_context(doc)})
+    files[paths.json_path(doc)] = serialize.dumps(serialize.as_dict(doc))
+    return files
+
+
+def nav(doc: ModelDoc) -> list:
+    """The mkdocs nav for one model, in tree order: composites are sections with their page first."""
+
+    def entry(comp):
+        page = paths.page_path(doc, comp)
+        title = repeat_label(comp)
+        if not comp.children:
+            return {title: page}
+        return {title: [page, *(entry(doc.component(c)) for c in comp.children)]}
+
+    return [entry(doc.root)]

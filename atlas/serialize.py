@@ -1,0 +1,107 @@
+"""One serialization path for the data model: as_dict / from_dict, and JSON text.
+
+The JSON adds a few keys derived from the data for readers who do not run
+Python (`parameters_total`, a row's `calculation`); from_dict ignores them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+from atlas.filters import calculation
+from atlas.model import BufferRow, Component, ModelDoc, ParamRow, Published, Totals
+
+SCHEMA_VERSION = 1
+
+
+def row_dict(row: ParamRow) -> dict:
+    return {
+        "name": row.name,
+        "label": row.label,
+        "shape": list(row.shape),
+        "factors": list(row.factors),
+        "calculation": calculation(row.factors),
+        "count": row.count,
+        "trained": row.trained,
+        "counted": row.counted,
+        "shared_with": list(row.shared_with),
+    }
+
+
+def component_dict(c: Component) -> dict:
+    return {
+        "id": c.id,
+        "parent": c.parent,
+        "name": c.name,
+        "name_is_prose": c.name_is_prose,
+        "class": c.cls,
+        "instances": c.instances,
+        "repeat": c.repeat,
+        "module_paths": list(c.module_paths),
+        "parameters_per_instance": c.parameters_per_instance,
+        "parameters_total": c.parameters_total,
+        "rows": [row_dict(r) for r in c.rows],
+        "buffers": [
+            {"name": b.name, "shape": list(b.shape), "dtype": b.dtype, "count": b.count, "persistent": b.persistent}
+            for b in c.buffers
+        ],
+        "children": list(c.children),
+        "summary": c.summary,
+        "reconstruction": c.reconstruction,
+    }
+
+
+def as_dict(doc: ModelDoc) -> dict:
+    t = doc.totals
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": doc.name,
+        "slug": doc.slug,
+        "spec": doc.spec,
+        "class": doc.cls,
+        "totals": {
+            "parameters": t.parameters, "trained": t.trained, "frozen": t.frozen,
+            "buffers": t.buffers, "buffer_tensors": t.buffer_tensors,
+        },
+        "published": None if doc.published is None else {
+            f.name: getattr(doc.published, f.name) for f in fields(Published)
+        },
+        "components": [component_dict(c) for c in doc.components],
+    }
+
+
+def from_dict(data: dict) -> ModelDoc:
+    def row(r: dict) -> ParamRow:
+        return ParamRow(
+            name=r["name"], label=r["label"], shape=tuple(r["shape"]), factors=tuple(r["factors"]),
+            count=r["count"], trained=r["trained"], counted=r["counted"], shared_with=tuple(r["shared_with"]),
+        )
+
+    def comp(c: dict) -> Component:
+        return Component(
+            id=c["id"], parent=c["parent"], name=c["name"], cls=c["class"], instances=c["instances"],
+            repeat=c["repeat"], module_paths=tuple(c["module_paths"]), rows=tuple(row(r) for r in c["rows"]),
+            buffers=tuple(BufferRow(b["name"], tuple(b["shape"]), b["dtype"], b["count"], b["persistent"])
+                          for b in c["buffers"]),
+            children=tuple(c["children"]), parameters_per_instance=c["parameters_per_instance"],
+            summary=c["summary"], reconstruction=c["reconstruction"], name_is_prose=c["name_is_prose"],
+        )
+
+    t = data["totals"]
+    pub = data.get("published")
+    return ModelDoc(
+        name=data["model"], slug=data["slug"], spec=data["spec"], cls=data["class"],
+        components=tuple(comp(c) for c in data["components"]),
+        totals=Totals(t["parameters"], t["trained"], t["frozen"], t["buffers"], t["buffer_tensors"]),
+        published=None if pub is None else Published(**pub),
+    )
+
+
+def dumps(data: dict) -> str:
+    """Stable JSON text: fixed key order, two-space indent, a final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def loads(text: str) -> ModelDoc:
+    return from_dict(json.loads(text))

@@ -1,0 +1,83 @@
+"""Load a model from a SPEC: "package.module:callable" or "path/to/file.py:callable".
+
+The callable is called under the meta device, so constructors allocate no weights.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from atlas.errors import SpecError
+
+DEFAULT_SPEC = "atlas.zoo.ldlm:ldlm"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    spec: str
+    model: nn.Module
+    source_file: str | None
+
+
+def parse(spec: str) -> tuple[str, str]:
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr or not attr.replace(".", "_").isidentifier():
+        raise SpecError(f"bad SPEC {spec!r}: expected 'package.module:callable' or 'path/to/file.py:callable'")
+    return target, attr
+
+
+def _import(target: str, spec: str):
+    try:
+        if target.endswith(".py"):
+            path = Path(target)
+            if not path.is_file():
+                raise SpecError(f"SPEC {spec!r}: no such file {target}")
+            name = "atlas_user_" + "".join(c if c.isalnum() else "_" for c in str(path.resolve()))
+            mod_spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[name] = module
+            mod_spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(target)
+    except SpecError:
+        raise
+    except Exception as exc:  # the user's module failed while importing
+        raise SpecError(f"SPEC {spec!r}: cannot import {target}: {_last_frame(exc)}") from None
+
+
+def _last_frame(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def load(spec: str, device: str = "meta") -> Loaded:
+    """Import the SPEC's module, call its factory under `device`, and check it returns an nn.Module."""
+    target, attr = parse(spec)
+    module = _import(target, spec)
+    factory = module
+    for part in attr.split("."):
+        if not hasattr(factory, part):
+            raise SpecError(f"SPEC {spec!r}: {target} has no attribute {attr!r}")
+        factory = getattr(factory, part)
+    if isinstance(factory, nn.Module):
+        model = factory
+    elif callable(factory):
+        try:
+            with torch.device(device):
+                model = factory()
+        except Exception as exc:
+            raise SpecError(f"SPEC {spec!r}: {attr}() raised {_last_frame(exc)}") from None
+    else:
+        raise SpecError(f"SPEC {spec!r}: {attr} is a {type(factory).__name__}, not a callable")
+    if not isinstance(model, nn.Module):
+        raise SpecError(f"SPEC {spec!r}: {attr}() returned {type(model).__name__}, not a torch.nn.Module")
+    return Loaded(spec=spec, model=model, source_file=getattr(module, "__file__", None))

@@ -1,0 +1,1 @@
+"""Reference models shipped with the atlas. The generator never special-cases them."""
