@@ -2,7 +2,7 @@
 
 Tied or shared tensors are counted once, by tensor identity: `named_parameters()`
 de-duplicates the same way, while `state_dict()` and `remove_duplicate=False` do not
-(GPT-2 with a tied head: 124,439,808 unique vs 163,037,184 with repeats).
+(a tied LM head shares one tensor with the token embedding: count it once).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from atlas import names
 
 
 def thousands(n: int) -> str:
-    """1536 -> "1,536"."""
+    """12345 -> "12,345"."""
     return f"{int(n):,}"
 
 
@@ -18,7 +18,7 @@ def calculation(factors) -> str:
 
 
 def tex_thousands(n: int) -> str:
-    """9216 -> "9{,}216", for numbers inside LaTeX."""
+    """12345 -> "12{,}345", for numbers inside LaTeX."""
     return thousands(n).replace(",", "{,}")
 
 

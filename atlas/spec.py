@@ -40,7 +40,7 @@ def _import(target: str, spec: str):
             path = Path(target)
             if not path.is_file():
                 raise SpecError(f"SPEC {spec!r}: no such file {target}")
-            name = "atlas_user_" + "".join(c if c.isalnum() else "_" for c in str(path.resolve()))
+            name = _module_name(path)
             mod_spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(mod_spec)
             sys.modules[name] = module
@@ -51,6 +51,15 @@ def _import(target: str, spec: str):
         raise
     except Exception as exc:  # the user's module failed while importing
         raise SpecError(f"SPEC {spec!r}: cannot import {target}: {_last_frame(exc)}") from None
+
+
+def _module_name(path: Path) -> str:
+    """The file's stem, so class names read `models.Block` on every machine, not a path."""
+    name = path.stem if path.stem.isidentifier() else "user_model"
+    existing = sys.modules.get(name)
+    if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() != path.resolve():
+        name = f"{name}__atlas"
+    return name
 
 
 def _last_frame(exc: BaseException) -> str:

@@ -53,7 +53,7 @@ class _Walker:
             [(n, tuple(p.shape), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
              for n, p in module._parameters.items() if p is not None],
             [(n, tuple(b.shape), str(b.dtype)) for n, b in module._buffers.items() if b is not None],
-            [(k, self.signature(_join(path, k), c)) for k, c in module.named_children()],
+            [(k, self.signature(_join(path, k), c)) for k, c in children(module)],
         ]
         digest = hashlib.sha1(repr(parts).encode()).hexdigest()
         self._sigs[path] = digest
@@ -61,7 +61,7 @@ class _Walker:
 
     def _group(self, path: str, container: nn.Module) -> list[list[str]]:
         groups: dict[str, list[str]] = {}
-        for key, child in container.named_children():
+        for key, child in children(container):
             groups.setdefault(self.signature(_join(path, key), child), []).append(key)
         return list(groups.values())
 
@@ -70,17 +70,24 @@ class _Walker:
         if isinstance(module, _INDEXED):
             return [_Position(names.index_spec(keys), keys, keys[0] if len(keys) == 1 else None)
                     for keys in self._group(path, module)]
-        out = []
-        for key, child in module.named_children():
-            if isinstance(child, _TRANSPARENT):
-                groups = self._group(_join(path, key), child)
-                for keys in groups:
-                    segment = key if len(groups) == 1 else f"{key}.{names.index_spec(keys)}"
-                    attr = keys[0] if len(keys) == 1 and not keys[0].isdigit() else None
-                    out.append(_Position(segment, [f"{key}.{k}" for k in keys], attr))
-            else:
-                out.append(_Position(key, [key], key))
+        out: list[_Position] = []
+        for key, child in children(module):
+            self._expand(path, key, key, child, out)
         return out
+
+    def _expand(self, path: str, key: str, segment: str, child: nn.Module, out: list[_Position]) -> None:
+        """A transparent container's entries take its place; nested ones are opened too."""
+        if not isinstance(child, _TRANSPARENT):
+            out.append(_Position(segment, [key], key.rsplit(".", 1)[-1]))
+            return
+        groups = self._group(_join(path, key), child)
+        for keys in groups:
+            seg = segment if len(groups) == 1 else f"{segment}.{names.index_spec(keys)}"
+            if len(keys) == 1 and isinstance(child._modules[keys[0]], _TRANSPARENT):
+                self._expand(path, f"{key}.{keys[0]}", f"{segment}.{keys[0]}", child._modules[keys[0]], out)
+                continue
+            attr = keys[0] if len(keys) == 1 and not keys[0].isdigit() else None
+            out.append(_Position(seg, [f"{key}.{k}" for k in keys], attr))
 
     def _renamer(self, path: str, parent: nn.Module):
         def rename(comp: Component) -> tuple[str, bool]:
@@ -122,6 +129,11 @@ class _Walker:
         return comp
 
 
+def children(module: nn.Module) -> list[tuple[str, nn.Module]]:
+    """Every registered child, including a module registered twice (named_children() hides the second)."""
+    return [(k, c) for k, c in module._modules.items() if c is not None]
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
@@ -153,7 +165,11 @@ def display_name(module: nn.Module, attr: str | None, use_hint: bool = True) -> 
 
 def _dedupe_names(children: list[Component], done: list, rename) -> None:
     """Siblings that would read the same are named by their attributes, else get their position appended."""
-    for step in (rename, lambda c: (f"{c.name} ({c.id.rsplit('.', 1)[-1]})", c.name_is_prose)):
+    def by_segment(c: Component) -> tuple[str, bool]:
+        segment = c.id[len(c.parent) + 1:] if c.parent else c.id
+        return f"{c.name} ({segment})", c.name_is_prose
+
+    for step in (rename, by_segment):
         seen: dict[str, int] = {}
         for c in children:
             seen[c.name] = seen.get(c.name, 0) + 1

@@ -280,7 +280,7 @@ class LatentDecoder(nn.Module):
 
     def __init__(self, cfg: LDLMConfig) -> None:
         super().__init__()
-        self.mask = nn.Parameter(torch.zeros(cfg.d), requires_grad=False)    # the mask vector, not trained
+        self.mask_vector = nn.Parameter(torch.zeros(cfg.d), requires_grad=False)   # not trained
         self.positions = nn.Embedding(cfg.positions, cfg.d)
         self.blocks = nn.ModuleList([DecoderBlock(cfg) for _ in range(cfg.decoder_layers)])
         self.out_norm = ScaledRMSNorm(cfg.d, cfg.eps)
@@ -289,7 +289,7 @@ class LatentDecoder(nn.Module):
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         B, T, d = z.shape
         pos = torch.arange(T, device=z.device)                                 # (T,)
-        u = (self.mask + self.positions(pos) * d ** -0.5).expand(B, T, d)      # (B, T, d)
+        u = (self.mask_vector + self.positions(pos) * d ** -0.5).expand(B, T, d)      # (B, T, d)
         for block in self.blocks:
             u = block(u, z)
         return self.head(self.out_norm(u))                                     # (B, T, d_lm)

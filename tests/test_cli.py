@@ -1,0 +1,124 @@
+"""The CLI: bad input, describe --json, build/check, and check failing after a model edit."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from atlas.cli import main
+from conftest import FIXTURES, ROOT, fixture_spec
+
+BAD = [
+    ("no_colon_here", "bad SPEC"),
+    (f"{FIXTURES.parent / 'broken_import.py'}:model", "cannot import"),
+    ("atlas.zoo.nonexistent_module:model", "cannot import atlas.zoo.nonexistent_module"),
+    (fixture_spec("missing_factory"), "has no attribute 'missing_factory'"),
+    (fixture_spec("raises"), "raised ValueError: config has no layers (models.py:"),
+    (fixture_spec("not_a_module"), "returned dict, not a torch.nn.Module"),
+    (fixture_spec("NOT_CALLABLE"), "NOT_CALLABLE is a int, not a callable"),
+    ("does/not/exist.py:model", "no such file"),
+]
+
+
+@pytest.mark.parametrize("spec,message", BAD)
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, spec, message):
+    docs = tmp_path / "docs"
+    assert main(["build", spec, "--docs", str(docs)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("atlas: error: ") and message in err
+    assert "Traceback" not in err
+    assert not docs.exists()
+
+
+def test_raising_factory_names_last_frame(capsys):
+    assert main(["describe", fixture_spec("raises"), "--json"]) == 2
+    assert "helper_that_fails" not in capsys.readouterr().out
+
+
+def test_bad_input_from_a_real_process(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "atlas", "build", fixture_spec("raises"), "--docs", str(tmp_path / "d")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_describe_json_keys(capsys):
+    assert main(["describe", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["model"] == "LDLM"
+    assert {"parameters", "trained", "frozen", "buffers"} <= set(data["totals"])
+    assert data["totals"]["frozen"] == 124442112
+    comp = {c["id"]: c for c in data["components"]}["latent_encoder.blocks.mlp.layer_norm"]
+    for key in ("id", "class", "instances", "module_paths", "parameters_per_instance", "parameters_total", "rows"):
+        assert key in comp
+    assert comp["class"] == "torch.nn.modules.normalization.LayerNorm"
+    assert (comp["instances"], comp["parameters_per_instance"], comp["parameters_total"]) == (6, 1536, 9216)
+    assert comp["rows"][0] == {**comp["rows"][0], "name": "weight", "shape": [768], "calculation": "768",
+                               "count": 768, "trained": True}
+
+
+def test_describe_fixture_by_file(capsys):
+    assert main(["describe", fixture_spec("tied"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"]["parameters"] == 60
+
+
+def test_build_is_incremental_and_deterministic(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["build", "--docs", str(a)]) == 0
+    assert "written" in capsys.readouterr().out
+    stamp = {p: p.stat().st_mtime_ns for p in a.rglob("*") if p.is_file()}
+    assert main(["build", "--docs", str(a)]) == 0
+    assert "nothing written" in capsys.readouterr().out
+    assert stamp == {p: p.stat().st_mtime_ns for p in a.rglob("*") if p.is_file()}
+    assert main(["build", "--docs", str(b)]) == 0
+    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files_a == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files_a)
+
+
+def test_check_fails_after_model_edit_until_rebuilt(tmp_path, capsys):
+    model = tmp_path / "mymodel.py"
+    shutil.copy(ROOT / "atlas" / "zoo" / "ldlm.py", model)
+    spec, docs = f"{model}:ldlm", str(tmp_path / "docs")
+    assert main(["build", spec, "--docs", docs]) == 0
+    assert main(["check", spec, "--docs", docs]) == 0
+    capsys.readouterr()
+    model.write_text(model.read_text().replace("encoder_layers: int = 6", "encoder_layers: int = 4"))
+    assert main(["check", spec, "--docs", docs]) == 1
+    err = capsys.readouterr().err
+    assert "stale: ldlm/latent_encoder/blocks/index.md" in err and "run `atlas build`" in err
+    assert main(["build", spec, "--docs", docs]) == 0
+    assert main(["check", spec, "--docs", docs]) == 0
+    page = (tmp_path / "docs" / "ldlm" / "latent_encoder" / "blocks" / "index.md").read_text()
+    assert "× 4 blocks = 33,058,304" in page
+
+
+def test_removed_components_pages_are_deleted(tmp_path, capsys):
+    model = tmp_path / "m.py"
+    model.write_text(
+        "from torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a = nn.Linear(2, 2)\n"
+        "        self.b = nn.Linear(2, 3)\n"
+        "def net():\n    return Net()\n")
+    docs = tmp_path / "docs"
+    assert main(["build", f"{model}:net", "--docs", str(docs)]) == 0
+    assert (docs / "net" / "b.md").is_file()
+    model.write_text(model.read_text().replace("        self.b = nn.Linear(2, 3)\n", ""))
+    assert main(["build", f"{model}:net", "--docs", str(docs)]) == 0
+    assert not (docs / "net" / "b.md").exists() and (docs / "net" / "a.md").is_file()
+
+
+def test_refuses_to_overwrite_foreign_folder(tmp_path, capsys):
+    (tmp_path / "ldlm").mkdir()
+    (tmp_path / "ldlm" / "notes.md").write_text("mine")
+    assert main(["build", "--docs", str(tmp_path)]) == 2
+    assert "not generated by Model Atlas" in capsys.readouterr().err
+    assert (tmp_path / "ldlm" / "notes.md").read_text() == "mine"

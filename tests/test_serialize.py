@@ -1,0 +1,37 @@
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from atlas import serialize, spec, walk
+from conftest import ROOT, fixture_spec
+
+SCHEMA = json.loads((ROOT / "atlas" / "schema" / "model.schema.json").read_text())
+
+
+def test_ldlm_json_validates(ldlm_doc):
+    jsonschema.validate(serialize.as_dict(ldlm_doc), SCHEMA)
+
+
+def test_committed_json_validates():
+    jsonschema.validate(json.loads((ROOT / "docs" / "ldlm" / "atlas.json").read_text()), SCHEMA)
+
+
+@pytest.mark.parametrize("name", ["tied", "buffers", "reused", "nested"])
+def test_round_trip(name):
+    doc = walk.walk(spec.load(fixture_spec(name)))
+    data = serialize.as_dict(doc)
+    jsonschema.validate(data, SCHEMA)
+    assert serialize.loads(serialize.dumps(data)) == doc
+
+
+def test_round_trip_ldlm(ldlm_doc):
+    assert serialize.loads(serialize.dumps(serialize.as_dict(ldlm_doc))) == ldlm_doc
+
+
+def test_schema_rejects_missing_totals(ldlm_doc):
+    data = serialize.as_dict(ldlm_doc)
+    del data["totals"]["frozen"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, SCHEMA)

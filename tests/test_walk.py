@@ -1,0 +1,103 @@
+"""The walker on fixtures: tying, buffers, reuse, nesting, collapse and names."""
+
+import pytest
+import torch
+from torch import nn
+
+from atlas import accounting, spec, walk
+from conftest import fixture_spec
+
+
+def doc_of(name):
+    return walk.walk(spec.load(fixture_spec(name)))
+
+
+def ids(doc):
+    return [c.id for c in doc.components]
+
+
+@pytest.mark.parametrize("name", ["tied", "buffers", "reused", "nested", "two_layer_mlp"])
+def test_invariant_on_fixtures(name):
+    loaded = spec.load(fixture_spec(name))
+    doc = walk.walk(loaded)
+    assert doc.totals.parameters == sum(p.numel() for p in loaded.model.parameters())
+    trained, frozen = accounting.tree_total(doc)
+    assert (trained, frozen) == (doc.totals.trained, doc.totals.frozen)
+
+
+def test_tied_weights_counted_once():
+    doc = doc_of("tied")
+    assert doc.totals.parameters == 10 * 4 + 4 * 4 + 4
+    head = doc.component("head")
+    assert head.parameters_per_instance == 40
+    assert not head.rows[0].counted and head.rows[0].shared_with == ("embed.weight",)
+    assert doc.component("embed").rows[0].shared_with == ("head.weight",)
+    assert doc.root.parameters_per_instance == 60
+
+
+def test_buffers_listed_apart():
+    doc = doc_of("buffers")
+    assert doc.totals.parameters == 4 + 4 + 6
+    assert (doc.totals.trained, doc.totals.frozen) == (8, 6)
+    # BatchNorm1d: running_mean 4, running_var 4, num_batches_tracked 1; plus scale 3 and table 10
+    assert doc.totals.buffers == 4 + 4 + 1 + 3 + 10
+    assert doc.totals.buffer_tensors == 5
+    root = {b.name: b for b in doc.root.buffers}
+    assert not root["scale"].persistent and root["table"].dtype == "int64"
+
+
+def test_reused_submodule_counted_once():
+    doc = doc_of("reused")
+    assert doc.totals.parameters == 20 + 10
+    first, second = doc.component("first"), doc.component("second")
+    assert all(r.counted for r in first.rows)
+    assert not any(r.counted for r in second.rows)
+    assert second.rows[0].shared_with == ("first.weight",)
+
+
+def test_nested_containers_collapse():
+    doc = doc_of("nested")
+    assert "stages.enc" in ids(doc)
+    enc = doc.component("stages.enc")
+    assert enc.instances == 3 and enc.repeat == 3
+    assert enc.module_paths == ("stages.enc.0", "stages.enc.1", "stages.enc.2")
+    # entries that differ (width 16) split into groups
+    assert "stages.dec.0-1" in ids(doc) and "stages.dec.2" in ids(doc)
+    assert doc.component("stages.dec.0-1").instances == 2
+    assert doc.component("stages.enc.norm").instances == 3
+    # identical GELUs in a Sequential collapse; the Linears differ
+    assert doc.component("mlp.1,3").instances == 2
+    assert {"mlp.0", "mlp.2", "mlp.4"} <= set(ids(doc))
+
+
+def test_names():
+    doc = doc_of("nested")
+    # three Block positions collide; they are named by attribute, then by position
+    assert doc.component("stages.enc").name == "Enc"
+    assert doc.component("stages.dec.0-1").name == "Block (stages.dec.0-1)"
+    assert doc.component("stages.enc").cls == "models.Block"
+    assert doc.component("stages.enc.norm").name == "Norm"
+    assert doc.component("mlp.0").name.startswith("Linear")
+
+
+def test_collapse_splits_on_hyperparameters():
+    m = nn.Sequential(nn.LayerNorm(4, eps=1e-5), nn.LayerNorm(4, eps=1e-6))
+    doc = walk.walk(spec.Loaded("inline", m, None))
+    assert [c.id for c in doc.components] == ["", "0", "1"]
+
+
+def test_frozen_and_trained_rows():
+    m = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 5))
+    m[0].requires_grad_(False)
+    doc = walk.walk(spec.Loaded("inline", m, None))
+    assert (doc.totals.trained, doc.totals.frozen) == (25, 16)
+    assert [r.trained for r in doc.component("0").rows] == [False, False]
+
+
+def test_meta_and_cpu_agree():
+    m = spec.load(fixture_spec("nested")).model
+    cpu = spec.load(fixture_spec("nested"), device="cpu").model
+    assert next(cpu.parameters()).device.type == "cpu"
+    a = walk.walk(spec.Loaded("x", m, None))
+    b = walk.walk(spec.Loaded("x", cpu, None))
+    assert a == b
