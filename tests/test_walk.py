@@ -101,3 +101,15 @@ def test_meta_and_cpu_agree():
     a = walk.walk(spec.Loaded("x", m, None))
     b = walk.walk(spec.Loaded("x", cpu, None))
     assert a == b
+
+
+def test_nn_transformer():
+    with torch.device("meta"):
+        m = nn.Transformer(d_model=64, nhead=4, num_encoder_layers=3, num_decoder_layers=2, dim_feedforward=128)
+    doc = walk.walk(spec.Loaded("nn.Transformer", m, None))
+    assert doc.totals.parameters == sum(p.numel() for p in m.parameters())
+    layer = doc.component("encoder.layers")
+    assert layer.instances == 3 and layer.name == "TransformerEncoderLayer" and not layer.name_is_prose
+    assert doc.component("decoder.layers.self_attn").instances == 2
+    mha = doc.component("encoder.layers.self_attn")
+    assert [r.name for r in mha.rows] == ["in_proj_weight", "in_proj_bias"]
