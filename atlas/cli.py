@@ -15,16 +15,21 @@ EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="atlas", description="Documentation pages generated from PyTorch model code.")
     sub = p.add_subparsers(dest="command", required=True)
+    input_help = ("an example input of the model's forward(), e.g. 'input_ids:int64[B,T]'; repeat for each; "
+                  "overrides the model's atlas_inputs")
     spec_help = "'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module (default: the LDLM)"
     b = sub.add_parser("build", help="generate pages into the docs folder, writing only what changed")
     b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     b.add_argument("--docs", default="docs", help="docs folder (default: docs)")
+    b.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
     c = sub.add_parser("check", help="regenerate in memory and compare with the docs folder; exit 1 if stale")
     c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
+    c.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
     d = sub.add_parser("describe", help="print the component tree")
     d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
     d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
+    d.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
     return p
 
 
@@ -47,9 +52,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args) -> int:
     from atlas import pipeline as atlas_build
     from atlas import serialize
+    from atlas.spec import DEFAULT_SPEC
 
     if args.command == "describe":
-        doc = atlas_build.describe(args.spec) if args.spec else atlas_build.describe()
+        doc = atlas_build.describe(args.spec or DEFAULT_SPEC, args.input)
         if args.json:
             sys.stdout.write(serialize.dumps(serialize.as_dict(doc)))
         else:
@@ -60,15 +66,17 @@ def _run(args) -> int:
             print(f"total {t.parameters:,} (trained {t.trained:,}, frozen {t.frozen:,}); buffers {t.buffers:,}")
         return EXIT_OK
     if args.command == "build":
-        generated, report = atlas_build.build(args.specs, args.docs)
+        generated, report = atlas_build.build(args.specs, args.docs, args.input)
         names = ", ".join(d.name for d in generated.docs)
+        if generated.shapes_not_derived:
+            print(f"atlas: {generated.shapes_not_derived} components without derived shapes (their pages say why)")
         if not report.written and not report.deleted:
             print(f"atlas: {names}: {len(report.unchanged)} files unchanged; nothing written")
         else:
             print(f"atlas: {names}: {len(report.written)} written, {len(report.deleted)} deleted, "
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
-    generated, diffs = atlas_build.check(args.specs, args.docs)
+    generated, diffs = atlas_build.check(args.specs, args.docs, args.input)
     if diffs:
         print(f"atlas: {len(diffs)} generated files differ from {args.docs}/; run `atlas build`:", file=sys.stderr)
         for d in diffs:

@@ -62,6 +62,29 @@ def instances_noun(repeating) -> str:
     return names.plural(word) if repeating.name_is_prose else "instances"
 
 
+def compact_symbol(expr: str) -> str:
+    """sympy's text to reading form: "2*T" -> "2T", "B*T" -> "B·T", "T/2" stays."""
+    return re.sub(r"(\d)\*", r"\1", expr).replace("*", "·")
+
+
+def dim_label(dim, names) -> str:
+    """One dim for a page: "T positions", "2T positions", "768 d", "2304 = 3d", or a bare size."""
+    if dim.symbolic:
+        return f"{compact_symbol(dim.symbol)} {dim.name}" if dim.name else compact_symbol(dim.symbol)
+    labels = dict(names.fixed)
+    if dim.value in labels:
+        return f"{dim.value} {labels[dim.value]}"
+    for value, label in names.fixed:
+        if value and dim.value % value == 0 and 2 <= dim.value // value <= 8 and len(label) <= 2:
+            return f"{dim.value} = {dim.value // value}{label}"
+    return str(dim.value)
+
+
+def tensor_label(tensor, names) -> str:
+    """`u` [B batch, T positions, 768 d]."""
+    return f"{md_code(tensor.name)} [" + ", ".join(dim_label(d, names) for d in tensor.dims) + "]"
+
+
 def signed(n: int) -> str:
     """-5 -> "−5", 5 -> "+5", 0 -> "0", with a true minus sign."""
     return "0" if n == 0 else ("+" if n > 0 else "\u2212") + thousands(abs(n))
@@ -81,7 +104,14 @@ def frozen_part(p) -> str:
     return f"[{md_text(p.label)}]({p.href}) {thousands(p.count)}"
 
 
+def symbol_entry(pair) -> str:
+    return f"{pair[0]} {md_text(pair[1])}"
+
+
 FILTERS = {
+    "symbol_entry": symbol_entry,
+    "dim_label": dim_label,
+    "tensor_label": tensor_label,
     "signed": signed,
     "crumb": crumb,
     "row_label": row_label,

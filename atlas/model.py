@@ -45,6 +45,41 @@ class BufferRow:
 
 
 @dataclass(frozen=True)
+class Dim:
+    """One dimension of a tensor: a fixed size, or an expression in the input symbols."""
+
+    value: int | None = None        # a fixed size
+    symbol: str | None = None       # a sympy expression in the input symbols, e.g. "T", "2*T", "B*T"
+    name: str | None = None         # the main symbol's name, e.g. "positions"
+
+    @property
+    def symbolic(self) -> bool:
+        return self.symbol is not None
+
+
+@dataclass(frozen=True)
+class TensorShape:
+    name: str                       # the forward() parameter, "output", or "output[0]"
+    dims: tuple[Dim, ...]
+    dtype: str
+
+
+class ShapeStatus(str, Enum):
+    DERIVED = "derived"
+    NOT_DERIVED = "not derived"
+    NOT_CALLED = "not called"
+
+
+@dataclass(frozen=True)
+class Shapes:
+    status: ShapeStatus
+    inputs: tuple[TensorShape, ...] = ()
+    outputs: tuple[TensorShape, ...] = ()
+    method: str | None = None       # "meta" or "cpu": which forward gave them
+    reason: str | None = None       # why they are missing, or why the CPU was needed
+
+
+@dataclass(frozen=True)
 class Component:
     """A position in the module tree, with structurally identical list entries collapsed."""
 
@@ -62,6 +97,7 @@ class Component:
     summary: str
     reconstruction: str | None = None
     name_is_prose: bool = True      # "Encoder block" (prose) vs "TransformerEncoderLayer" (a class name)
+    shapes: Shapes | None = None
 
     @property
     def parameters_total(self) -> int:
@@ -94,6 +130,14 @@ class Published:
 
 
 @dataclass(frozen=True)
+class DimNames:
+    """The model's dimension vocabulary: names of input symbols, labels of fixed sizes."""
+
+    symbols: tuple[tuple[str, str], ...] = ()   # ("T", "positions")
+    fixed: tuple[tuple[int, str], ...] = ()     # (768, "d")
+
+
+@dataclass(frozen=True)
 class ModelDoc:
     """Everything the atlas knows about one model."""
 
@@ -104,6 +148,8 @@ class ModelDoc:
     components: tuple[Component, ...]   # the model first, then the tree in pre-order
     totals: Totals
     published: Published | None = None
+    dims: DimNames = DimNames()
+    inputs: tuple[str, ...] = ()                 # the example inputs, as declared ("input_ids:int64[B,T]")
     _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def component(self, cid: str) -> Component:

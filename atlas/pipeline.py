@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlas import render, site
-from atlas.model import ModelDoc
+from atlas import render, shapes, site
+from atlas.model import ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
 from atlas.walk import walk
 
@@ -25,9 +25,15 @@ class Generated:
     def folders(self) -> list[str]:
         return [d.slug for d in self.docs]
 
+    @property
+    def shapes_not_derived(self) -> int:
+        return sum(1 for d in self.docs for c in d.components
+                   if c.shapes is not None and c.shapes.status is ShapeStatus.NOT_DERIVED)
 
-def describe(spec: str = DEFAULT_SPEC) -> ModelDoc:
-    return walk(load(spec))
+
+def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None) -> ModelDoc:
+    loaded = load(spec)
+    return shapes.derive(loaded.model, walk(loaded), inputs)
 
 
 def _sources(model) -> set[str]:
@@ -41,7 +47,7 @@ def _sources(model) -> set[str]:
     return files
 
 
-def generate(specs: list[str] | None = None) -> Generated:
+def generate(specs: list[str] | None = None, inputs: list[str] | None = None) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched."""
     specs = list(specs or [DEFAULT_SPEC])
     docs, files, sources = [], {}, set()
@@ -49,7 +55,7 @@ def generate(specs: list[str] | None = None) -> Generated:
     for spec in specs:
         loaded = load(spec)
         sources |= _sources(loaded.model)
-        doc = walk(loaded)
+        doc = shapes.derive(loaded.model, walk(loaded), inputs)
         log.info("%s: %d components, %d parameters", doc.name, len(doc.components), doc.totals.parameters)
         if any(d.slug == doc.slug for d in docs):
             raise site.AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
@@ -58,12 +64,14 @@ def generate(specs: list[str] | None = None) -> Generated:
     return Generated(docs, files, sorted(sources))
 
 
-def build(specs: list[str] | None = None, docs_dir: str | Path = "docs") -> tuple[Generated, site.SyncReport]:
-    generated = generate(specs)
+def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
+          inputs: list[str] | None = None) -> tuple[Generated, site.SyncReport]:
+    generated = generate(specs, inputs)
     report = site.sync(Path(docs_dir), generated.files, generated.folders)
     return generated, report
 
 
-def check(specs: list[str] | None = None, docs_dir: str | Path = "docs") -> tuple[Generated, list[site.Difference]]:
-    generated = generate(specs)
+def check(specs: list[str] | None = None, docs_dir: str | Path = "docs",
+          inputs: list[str] | None = None) -> tuple[Generated, list[site.Difference]]:
+    generated = generate(specs, inputs)
     return generated, site.compare(Path(docs_dir), generated.files, generated.folders)

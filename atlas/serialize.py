@@ -10,7 +10,8 @@ import json
 from dataclasses import fields
 
 from atlas.filters import calculation
-from atlas.model import BufferRow, Component, ModelDoc, ParamRow, Published, Totals
+from atlas.model import (BufferRow, Component, Dim, DimNames, ModelDoc, ParamRow, Published, Shapes, ShapeStatus,
+                         TensorShape, Totals)
 
 SCHEMA_VERSION = 1
 
@@ -29,7 +30,25 @@ def row_dict(row: ParamRow) -> dict:
     }
 
 
+def dim_value(d: Dim):
+    """A fixed dim is an int; a symbolic one is {"symbol": "2*T", "name": "positions"}."""
+    return d.value if not d.symbolic else {"symbol": d.symbol, "name": d.name}
+
+
+def dim_from(v) -> Dim:
+    return Dim(value=v) if isinstance(v, int) else Dim(symbol=v["symbol"], name=v["name"])
+
+
+def tensor_dicts(shapes: tuple[TensorShape, ...]) -> list[dict]:
+    return [{"name": t.name, "shape": [dim_value(d) for d in t.dims], "dtype": t.dtype} for t in shapes]
+
+
+def tensors_from(items: list[dict]) -> tuple[TensorShape, ...]:
+    return tuple(TensorShape(t["name"], tuple(dim_from(d) for d in t["shape"]), t["dtype"]) for t in items)
+
+
 def component_dict(c: Component) -> dict:
+    s = c.shapes
     return {
         "id": c.id,
         "parent": c.parent,
@@ -49,6 +68,9 @@ def component_dict(c: Component) -> dict:
         "children": list(c.children),
         "summary": c.summary,
         "reconstruction": c.reconstruction,
+        "inputs": tensor_dicts(s.inputs) if s else [],
+        "outputs": tensor_dicts(s.outputs) if s else [],
+        "shapes": None if s is None else {"status": s.status.value, "method": s.method, "reason": s.reason},
     }
 
 
@@ -67,6 +89,11 @@ def as_dict(doc: ModelDoc) -> dict:
         "published": None if doc.published is None else {
             f.name: getattr(doc.published, f.name) for f in fields(Published)
         },
+        "dims": {
+            "symbols": [{"symbol": sym, "name": name} for sym, name in doc.dims.symbols],
+            "fixed": [{"value": value, "label": label} for value, label in doc.dims.fixed],
+        },
+        "example_inputs": list(doc.inputs),
         "components": [component_dict(c) for c in doc.components],
     }
 
@@ -86,6 +113,9 @@ def from_dict(data: dict) -> ModelDoc:
                           for b in c["buffers"]),
             children=tuple(c["children"]), parameters_per_instance=c["parameters_per_instance"],
             summary=c["summary"], reconstruction=c["reconstruction"], name_is_prose=c["name_is_prose"],
+            shapes=None if c["shapes"] is None else Shapes(
+                ShapeStatus(c["shapes"]["status"]), tensors_from(c["inputs"]), tensors_from(c["outputs"]),
+                c["shapes"]["method"], c["shapes"]["reason"]),
         )
 
     t = data["totals"]
@@ -95,6 +125,9 @@ def from_dict(data: dict) -> ModelDoc:
         components=tuple(comp(c) for c in data["components"]),
         totals=Totals(t["parameters"], t["trained"], t["frozen"], t["buffers"], t["buffer_tensors"]),
         published=None if pub is None else Published(**pub),
+        dims=DimNames(tuple((d["symbol"], d["name"]) for d in data["dims"]["symbols"]),
+                      tuple((d["value"], d["label"]) for d in data["dims"]["fixed"])),
+        inputs=tuple(data["example_inputs"]),
     )
 
 

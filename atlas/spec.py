@@ -89,4 +89,17 @@ def load(spec: str, device: str = "meta") -> Loaded:
         raise SpecError(f"SPEC {spec!r}: {attr} is a {type(factory).__name__}, not a callable")
     if not isinstance(model, nn.Module):
         raise SpecError(f"SPEC {spec!r}: {attr}() returned {type(model).__name__}, not a torch.nn.Module")
-    return Loaded(spec=spec, model=model, source_file=getattr(module, "__file__", None))
+    return Loaded(spec=display_spec(target, attr), model=model, source_file=getattr(module, "__file__", None))
+
+
+def display_spec(target: str, attr: str) -> str:
+    """The SPEC as pages show it: a file path relative to the working folder, else its name alone,
+    so that no page depends on where the machine keeps the code."""
+    if not target.endswith(".py"):
+        return f"{target}:{attr}"
+    path = Path(target).resolve()
+    try:
+        shown = path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        shown = path.name
+    return f"{shown}:{attr}"

@@ -305,10 +305,16 @@ class LDLM(nn.Module):
         "frozen": 124_442_112,
         "frozen_composition_inferred": True,
     }
+    atlas_inputs = ("input_ids:int64[B,T]", "t:float32[B]", "noise:float32[B,T,d]")
+    atlas_dims = {"B": "batch", "T": "positions"}
 
     def __init__(self, cfg: LDLMConfig = LDLMConfig()) -> None:
         super().__init__()
         self.cfg = cfg
+        self.atlas_fixed_dims = {                                               # labels for fixed sizes on pages
+            "d": cfg.d, "heads": cfg.heads, "head features": cfg.head_features,
+            "hidden": cfg.mlp_multiplier * cfg.d, "vocabulary": cfg.lm.vocab_size,
+        }
         self.frozen_lm = GPT2(cfg.lm)
         self.frozen_lm.requires_grad_(False)
         self.feature_standardizer = FeatureStandardizer(cfg.lm.d)

@@ -1,0 +1,96 @@
+"""Example inputs and the dimension vocabulary, parsed from text. No torch here.
+
+An input is written `name:dtype[D, ...]`, e.g. `input_ids:int64[B,T]` or
+`noise:float32[B,T,d]`. A dim is an integer, a symbol (varies between probes:
+B, T, ...), or a fixed label the model declares (`d` -> 768).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from atlas.errors import AtlasError
+
+STANDARD_SYMBOLS = (("B", "batch"), ("T", "positions"))
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+          "complex64")
+
+_INPUT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([a-z0-9]+)\s*\[([^\]]*)\]\s*$")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    dtype: str
+    dims: tuple[str | int, ...]       # ints, symbols, or fixed labels
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Names for symbolic dims and labels for fixed ones, declared by the model or standard."""
+
+    symbols: tuple[tuple[str, str], ...] = STANDARD_SYMBOLS        # (symbol, name)
+    fixed: tuple[tuple[int, str], ...] = ()                          # (value, label)
+
+    def symbol_name(self, symbol: str) -> str | None:
+        return dict(self.symbols).get(symbol)
+
+    def fixed_value(self, label: str) -> int | None:
+        for value, lab in self.fixed:
+            if lab == label:
+                return value
+        return None
+
+
+def parse_input(text: str) -> InputSpec:
+    m = _INPUT.match(text)
+    if not m:
+        raise AtlasError(f"bad --input {text!r}: expected 'name:dtype[D,...]', e.g. 'input_ids:int64[B,T]'")
+    name, dtype, body = m.groups()
+    if dtype not in DTYPES:
+        raise AtlasError(f"bad --input {text!r}: unknown dtype {dtype!r} (one of {', '.join(DTYPES)})")
+    dims: list[str | int] = []
+    for part in (p.strip() for p in body.split(",")):
+        if not part:
+            if body.strip():
+                raise AtlasError(f"bad --input {text!r}: empty dim")
+            continue
+        if part.isdigit():
+            dims.append(int(part))
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_ ]*", part):
+            dims.append(part)
+        else:
+            raise AtlasError(f"bad --input {text!r}: dim {part!r} is neither an integer nor a name")
+    return InputSpec(name, dtype, tuple(dims))
+
+
+def resolve(specs: list[InputSpec], vocab: Vocabulary) -> tuple[list[InputSpec], list[str]]:
+    """Replace fixed labels by their values; return the inputs and the symbols that vary, in order."""
+    symbols: list[str] = []
+    out = []
+    for spec in specs:
+        dims: list[str | int] = []
+        for d in spec.dims:
+            if isinstance(d, int):
+                dims.append(d)
+            elif vocab.fixed_value(d) is not None:
+                dims.append(vocab.fixed_value(d))
+            else:
+                if d not in symbols:
+                    symbols.append(d)
+                dims.append(d)
+        out.append(InputSpec(spec.name, spec.dtype, tuple(dims)))
+    return out, symbols
+
+
+def vocabulary(symbols: dict | None, fixed: dict | None) -> Vocabulary:
+    """From a model's `atlas_dims` ({symbol: name}) and `atlas_fixed_dims` ({label: value})."""
+    names = dict(STANDARD_SYMBOLS)
+    for sym, name in (symbols or {}).items():
+        names[str(sym)] = str(name)
+    labels: list[tuple[int, str]] = []
+    for label, value in (fixed or {}).items():
+        if isinstance(value, int) and not any(v == value for v, _ in labels):
+            labels.append((int(value), str(label)))
+    return Vocabulary(tuple(names.items()), tuple(labels))

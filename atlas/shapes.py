@@ -1,0 +1,242 @@
+"""Named symbolic shapes for every component, from forwards with a hook on every module.
+
+The model runs on the meta device (no memory for weights or activations) at three
+probe sizes of its input symbols. A dim that stays put is fixed; one that moves
+is fitted to an expression in the symbols (T, 2*T, T/2, B*T, T + 1) with sympy.
+Where the meta forward fails, a tiny CPU forward is tried if the model fits the
+memory budget; where that fails too, every page says why its shapes are missing.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+from dataclasses import replace
+from itertools import combinations_with_replacement
+
+import sympy
+import torch
+from torch import nn
+
+from atlas import inputs as inputs_mod
+from atlas.errors import where
+from atlas.model import Dim, DimNames, ModelDoc, Shapes, ShapeStatus, TensorShape
+
+log = logging.getLogger("atlas")
+
+# Each symbol takes one value per probe; the k-th symbol uses the k-th sequence.
+# Even T values keep T/2 whole; three probes tell a*S + b from a*S1*S2.
+PROBE_VALUES = ((2, 3, 5), (6, 10, 14), (4, 8, 12), (9, 15, 21), (7, 11, 13))
+MAX_DENOMINATOR = 8
+DEFAULT_BUDGET_BYTES = 2 * 1024**3
+
+_DTYPES = {name: getattr(torch, name) for name in inputs_mod.DTYPES}
+
+
+def _tensors(name: str, value) -> list[tuple[str, torch.Tensor]]:
+    """Tensors inside a value, element by element: x, x[0], x["key"], x.field."""
+    if isinstance(value, torch.Tensor):
+        return [(name, value)]
+    if isinstance(value, (tuple, list)):
+        return [t for i, v in enumerate(value) for t in _tensors(f"{name}[{i}]", v)]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _tensors(f"{name}[{k!r}]", v)]
+    return []
+
+
+def _named_inputs(module: nn.Module, args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+        items = []
+        for name, value in bound.arguments.items():
+            kind = inspect.signature(module.forward).parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                items += [t for i, v in enumerate(value) for t in _tensors(f"{name}[{i}]", v)]
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                items += [t for k, v in value.items() for t in _tensors(k, v)]
+            else:
+                items += _tensors(name, value)
+        return items
+    except (TypeError, ValueError):
+        return [t for i, a in enumerate(args) for t in _tensors(f"args[{i}]", a)] + \
+               [t for k, v in kwargs.items() for t in _tensors(k, v)]
+
+
+Record = tuple[list[tuple[str, tuple[int, ...], str]], list[tuple[str, tuple[int, ...], str]]]
+
+
+def _describe(items: list[tuple[str, torch.Tensor]]) -> list[tuple[str, tuple[int, ...], str]]:
+    return [(n, tuple(int(s) for s in t.shape), str(t.dtype).removeprefix("torch.")) for n, t in items]
+
+
+def capture(model: nn.Module, example: dict[str, torch.Tensor]) -> dict[int, Record]:
+    """Run one forward; return id(module) -> (inputs, outputs) of its first call."""
+    records: dict[int, Record] = {}
+
+    def hook(module, args, kwargs, output):
+        if id(module) not in records:
+            records[id(module)] = (_describe(_named_inputs(module, args, kwargs)), _describe(_tensors("output", output)))
+
+    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
+    try:
+        params = inspect.signature(model.forward).parameters
+        with torch.no_grad():
+            if all(name in params for name in example):
+                model(**example)
+            else:                                   # names are labels only: pass in declared order
+                model(*example.values())
+    finally:
+        for h in handles:
+            h.remove()
+    return records
+
+
+def example_inputs(specs: list[inputs_mod.InputSpec], sizes: dict[str, int], device: str) -> dict[str, torch.Tensor]:
+    out = {}
+    gen = torch.Generator().manual_seed(0)
+    for spec in specs:
+        shape = tuple(sizes[d] if isinstance(d, str) else d for d in spec.dims)
+        dtype = _DTYPES[spec.dtype]
+        if device == "meta":
+            out[spec.name] = torch.empty(shape, dtype=dtype, device="meta")
+        elif dtype.is_floating_point or dtype.is_complex:
+            out[spec.name] = torch.rand(shape, generator=gen).to(dtype)
+        else:
+            out[spec.name] = torch.zeros(shape, dtype=dtype)
+    return out
+
+
+def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocabulary) -> Dim:
+    """A dim's size at each probe -> a fixed size or the simplest expression in the symbols."""
+    if len(set(values)) == 1:
+        return Dim(value=values[0])
+    names = list(probes[0])
+    syms = {n: sympy.Symbol(n, positive=True, integer=True) for n in names}
+    monomials = [syms[n] for n in names] + [a * b for a, b in combinations_with_replacement(syms.values(), 2)]
+    found = []
+    for mono in monomials:
+        xs = [int(mono.subs({syms[n]: p[n] for n in names})) for p in probes]
+        if xs[1] == xs[0]:
+            continue
+        a = sympy.Rational(values[1] - values[0], xs[1] - xs[0])
+        b = values[0] - a * xs[0]
+        if a == 0 or a.q > MAX_DENOMINATOR or b.q != 1:
+            continue
+        if all(a * x + b == v for x, v in zip(xs, values)):
+            found.append(a * mono + b)
+    if not found:
+        found = _fit_pairs(values, probes, monomials, syms, names)
+    if not found:
+        return Dim(symbol="?", name="varies with the input")
+    expr = next((e for e in found if not e.as_coeff_add()[0]), found[0])
+    parts = sorted(expr.free_symbols, key=lambda s: names.index(str(s)))
+    name = " × ".join(vocab.symbol_name(str(s)) or str(s) for s in parts)
+    return Dim(symbol=str(expr), name=name)
+
+
+def _fit_pairs(values, probes, monomials, syms, names) -> list:
+    """a1*m1 + a2*m2, solved on two probes and checked on the third (e.g. B*T + B)."""
+    found = []
+    for i, m1 in enumerate(monomials):
+        for m2 in monomials[i + 1:]:
+            x1 = [int(m1.subs({syms[n]: p[n] for n in names})) for p in probes]
+            x2 = [int(m2.subs({syms[n]: p[n] for n in names})) for p in probes]
+            det = x1[0] * x2[1] - x1[1] * x2[0]
+            if det == 0:
+                continue
+            a1 = sympy.Rational(values[0] * x2[1] - values[1] * x2[0], det)
+            a2 = sympy.Rational(x1[0] * values[1] - x1[1] * values[0], det)
+            if 0 in (a1, a2) or a1.q > MAX_DENOMINATOR or a2.q > MAX_DENOMINATOR:
+                continue
+            if all(a1 * u + a2 * w == v for u, w, v in zip(x1, x2, values)):
+                found.append(a1 * m1 + a2 * m2)
+    return found
+
+
+def _shape_of(records: list[list], probes, vocab) -> tuple[TensorShape, ...] | None:
+    """Combine one tensor list across probes; None where their structure differs."""
+    first = records[0]
+    if any([(n, len(s)) for n, s, _ in r] != [(n, len(s)) for n, s, _ in first] for r in records):
+        return None
+    out = []
+    for i, (name, shape, dtype) in enumerate(first):
+        dims = tuple(fit([r[i][1][j] for r in records], probes, vocab) for j in range(len(shape)))
+        out.append(TensorShape(name, dims, dtype))
+    return tuple(out)
+
+
+def _run(model: nn.Module, specs, probes, device) -> list[dict[int, Record]]:
+    return [capture(model, example_inputs(specs, p, device)) for p in probes]
+
+
+def _cpu_copy(model: nn.Module) -> nn.Module:
+    cpu = copy.deepcopy(model).to_empty(device="cpu")
+    with torch.no_grad():
+        for p in cpu.parameters():
+            if p.is_floating_point():
+                p.normal_(0.0, 0.02)
+        for m in cpu.modules():
+            if hasattr(m, "reset_parameters") and callable(m.reset_parameters):
+                try:
+                    m.reset_parameters()
+                except Exception:  # a module's own re-initialization is optional here
+                    pass
+    return cpu
+
+
+def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
+           budget_bytes: int = DEFAULT_BUDGET_BYTES) -> ModelDoc:
+    """Return the doc with shapes on every component."""
+    vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
+    texts = list(declared or getattr(model, "atlas_inputs", None) or ())
+    dim_names = DimNames(vocab.symbols, vocab.fixed)
+    if not texts:
+        return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=(
+            "no example inputs: the model declares no atlas_inputs and none were given with --input")),
+            dim_names, ())
+    specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
+    if len(symbols) > len(PROBE_VALUES):
+        raise inputs_mod.AtlasError(f"at most {len(PROBE_VALUES)} symbolic dims are supported, got {symbols}")
+    probes = [{s: PROBE_VALUES[i][k] for i, s in enumerate(symbols)} for k in range(3)]
+    target, method, note = model, "meta", None
+    try:
+        runs = _run(model, specs, probes, "meta")
+    except Exception as meta_exc:
+        note = f"the meta-device forward failed ({where(meta_exc)}), so a tiny CPU forward was run"
+        size = sum(p.numel() * p.element_size() for p in model.parameters())
+        if size > budget_bytes:
+            return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=(
+                f"the meta-device forward failed ({where(meta_exc)}) and the model's {size:,} bytes of "
+                f"parameters exceed the {budget_bytes:,}-byte budget for a CPU forward")), dim_names, tuple(texts))
+        try:
+            target, method = _cpu_copy(model), "cpu"
+            runs = _run(target, specs, probes, "cpu")
+        except Exception as cpu_exc:
+            return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=(
+                f"the meta-device forward failed ({where(meta_exc)}); the CPU forward failed too "
+                f"({where(cpu_exc)})")), dim_names, tuple(texts))
+    comps = []
+    for comp in doc.components:
+        module = target.get_submodule(comp.module_paths[0])
+        recs = [run.get(id(module)) for run in runs]
+        if all(r is None for r in recs):
+            shapes = Shapes(ShapeStatus.NOT_CALLED, method=method,
+                            reason="not called by the model's forward() with the example inputs")
+        elif any(r is None for r in recs):
+            shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method, reason="called for some input sizes only")
+        else:
+            ins = _shape_of([r[0] for r in recs], probes, vocab)
+            outs = _shape_of([r[1] for r in recs], probes, vocab)
+            if ins is None or outs is None:
+                shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method,
+                                reason="its inputs or outputs change structure with the input size")
+            else:
+                shapes = Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
+        comps.append(replace(comp, shapes=shapes))
+    return replace(doc, components=tuple(comps), dims=dim_names, inputs=tuple(texts))
+
+
+def _all(doc: ModelDoc, shapes: Shapes, dim_names: DimNames, texts: tuple[str, ...]) -> ModelDoc:
+    return replace(doc, components=tuple(replace(c, shapes=shapes) for c in doc.components),
+                   dims=dim_names, inputs=texts)

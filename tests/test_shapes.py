@@ -1,0 +1,131 @@
+"""Named symbolic shapes: derived on the meta device, checked against real CPU forwards."""
+
+import sympy
+import torch
+
+from atlas import inputs, shapes, spec, walk
+from atlas.cli import main
+from atlas.model import ShapeStatus
+from conftest import fixture_spec
+
+VOCAB = inputs.vocabulary({"B": "batch", "T": "positions"}, None)
+PROBES = [{"B": 2, "T": 6}, {"B": 3, "T": 10}, {"B": 5, "T": 14}]
+
+
+def fitted(f):
+    return shapes.fit([f(p["B"], p["T"]) for p in PROBES], PROBES, VOCAB)
+
+
+def test_fit_expressions():
+    assert fitted(lambda B, T: 768).value == 768
+    assert fitted(lambda B, T: T).symbol == "T" and fitted(lambda B, T: T).name == "positions"
+    assert fitted(lambda B, T: 2 * T).symbol == "2*T"
+    assert fitted(lambda B, T: T // 2).symbol == "T/2"
+    assert fitted(lambda B, T: T + 1).symbol == "T + 1"
+    assert fitted(lambda B, T: B * T).symbol == "B*T" and fitted(lambda B, T: B * T).name == "batch × positions"
+    assert fitted(lambda B, T: 12 * B).symbol == "12*B"
+    assert fitted(lambda B, T: T * T * B).symbol == "?"
+
+
+def evaluate(dim, sizes):
+    if not dim.symbolic:
+        return dim.value
+    return int(sympy.sympify(dim.symbol).subs({sympy.Symbol(k): v for k, v in sizes.items()}))
+
+
+def test_ldlm_symbolic_shapes_match_real_cpu_forwards(ldlm_doc):
+    """One real CPU forward at two small sizes; every page's shapes evaluate to what was observed."""
+    torch.manual_seed(0)
+    model = spec.load("atlas.zoo.ldlm:ldlm", device="cpu").model.eval()
+    specs, _ = inputs.resolve([inputs.parse_input(t) for t in ldlm_doc.inputs],
+                              inputs.vocabulary(model.atlas_dims, model.atlas_fixed_dims))
+    checked = 0
+    for sizes in ({"B": 1, "T": 3}, {"B": 2, "T": 4}):
+        observed = shapes.capture(model, shapes.example_inputs(specs, sizes, "cpu"))
+        for comp in ldlm_doc.components:
+            module = model.get_submodule(comp.module_paths[0])
+            if comp.shapes.status is ShapeStatus.NOT_CALLED:
+                assert id(module) not in observed
+                continue
+            assert comp.shapes.status is ShapeStatus.DERIVED, comp.id
+            ins, outs = observed[id(module)]
+            for declared, seen in ((comp.shapes.inputs, ins), (comp.shapes.outputs, outs)):
+                assert [t.name for t in declared] == [n for n, _, _ in seen], comp.id
+                for t, (_, shape, _) in zip(declared, seen):
+                    assert tuple(evaluate(d, sizes) for d in t.dims) == shape, (comp.id, t.name)
+                    checked += 1
+    assert checked > 250
+
+
+def test_seed_shapes_on_pages(ldlm_files):
+    ln = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
+    assert "**in:** `input` [B batch, T positions, 768 d]<br>" in ln
+    assert "**out:** `output` [B batch, T positions, 768 d]" in ln
+    block = ldlm_files["ldlm/latent_encoder/blocks/index.md"]
+    assert "**in:** `u` [B batch, T positions, 768 d] · `h` [B batch, T positions, 768 d]<br>" in block
+    k_norm = ldlm_files["ldlm/latent_encoder/blocks/attn/k_norm.md"]
+    assert "`x` [B batch, 12 heads, 2T positions, 64 head features]" in k_norm
+    assert "`output` [B batch, T positions, 2304 = 3d]" in ldlm_files["ldlm/latent_encoder/blocks/attn/qkv.md"]
+    assert "not called by the model's `forward()`" in ldlm_files["ldlm/frozen_lm/index.md"]
+
+
+def test_tuple_dict_outputs_and_expressions():
+    doc = describe("shapes")
+    root = doc.root.shapes
+    assert [t.name for t in root.outputs] == ["output[0]", "output[1]"]
+    assert [d.symbol or d.value for d in root.outputs[0].dims] == ["B", "T/2", 4]
+    assert [d.symbol or d.value for d in root.outputs[1].dims] == ["B*T + B", 4]
+    split = doc.component("split").shapes
+    assert [t.name for t in split.outputs] == ["output['a']", "output['b']"]
+    assert [d.symbol or d.value for d in split.outputs[1].dims] == ["B", "T + 1", 4]
+
+
+def describe(name, inputs_=None):
+    loaded = spec.load(fixture_spec(name))
+    return shapes.derive(loaded.model, walk.walk(loaded), inputs_)
+
+
+def test_data_dependent_falls_back_to_cpu():
+    doc = describe("data_dependent")
+    s = doc.component("fc").shapes
+    assert s.status is ShapeStatus.DERIVED and s.method == "cpu"
+    assert "meta-device forward failed" in s.reason
+
+
+def test_failing_forward_is_documented_with_the_reason(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    assert main(["build", fixture_spec("always_fails"), "--docs", str(docs)]) == 0
+    out = capsys.readouterr().out
+    assert "2 components without derived shapes" in out
+    page = (docs / "alwaysfails" / "fc.md").read_text()
+    assert "*Shapes not derived:* the meta-device forward failed" in page
+    assert "RuntimeError: this model refuses every input (models.py:" in page
+
+
+def test_no_inputs_still_builds(tmp_path, capsys):
+    assert main(["build", fixture_spec("two_layer_mlp"), "--docs", str(tmp_path)]) == 0
+    assert "4 components without derived shapes" in capsys.readouterr().out
+    assert "no example inputs" in (tmp_path / "sequential" / "index.md").read_text()
+
+
+def test_input_flag(capsys):
+    import json
+    assert main(["describe", fixture_spec("two_layer_mlp"), "--json", "--input", "x:float32[B,3]"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    first = {c["id"]: c for c in data["components"]}["0"]
+    assert first["inputs"] == [{"name": "input", "shape": [{"symbol": "B", "name": "batch"}, 3], "dtype": "float32"}]
+    assert first["outputs"][0]["shape"] == [{"symbol": "B", "name": "batch"}, 5]
+
+
+def test_bad_input_flag(capsys):
+    assert main(["describe", fixture_spec("two_layer_mlp"), "--input", "x:float99[B]"]) == 2
+    assert "unknown dtype 'float99'" in capsys.readouterr().err
+
+
+def test_70b_config_stays_on_meta():
+    loaded = spec.load(f"{fixture_spec('x').rsplit('/', 1)[0]}/llama.py:llama3_70b")
+    doc = shapes.derive(loaded.model, walk.walk(loaded))
+    assert doc.totals.parameters == 70_553_706_496
+    assert all(p.device.type == "meta" for p in loaded.model.parameters())
+    q = doc.component("layers.self_attn.q_proj").shapes
+    assert q.method == "meta" and [d.value or d.symbol for d in q.outputs[0].dims] == ["B", "T", 8192]
