@@ -22,17 +22,37 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     b.add_argument("--docs", default="docs", help="docs folder (default: docs)")
     b.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
+    b.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
+                   help="largest instance materialized on the CPU to verify equations (default: 2)")
     c = sub.add_parser("check", help="regenerate in memory and compare with the docs folder; exit 1 if stale")
     c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
     c.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
+    c.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
+                   help="largest instance materialized on the CPU to verify equations (default: 2)")
     d = sub.add_parser("describe", help="print the component tree")
     d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
     d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
     d.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
+    d.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
+                   help="largest instance materialized on the CPU to verify equations (default: 2)")
     return p
 
 
+
+
+def _gigabytes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of gigabytes: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("the memory budget must be positive")
+    return value
+
+
+def _budget(args) -> int:
+    return int(args.memory_budget * 1024**3)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,13 +69,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _report(generated) -> None:
+    print(f"atlas: {generated.components} components; equations verified for {generated.verified}, "
+          f"not derived for {generated.equations_not_derived}, verification not run for "
+          f"{generated.verification_skipped}; shapes not derived for {generated.shapes_not_derived} "
+          f"(their pages say why)")
+
+
 def _run(args) -> int:
     from atlas import pipeline as atlas_build
     from atlas import serialize
     from atlas.spec import DEFAULT_SPEC
 
     if args.command == "describe":
-        doc = atlas_build.describe(args.spec or DEFAULT_SPEC, args.input)
+        doc = atlas_build.describe(args.spec or DEFAULT_SPEC, args.input, _budget(args))
         if args.json:
             sys.stdout.write(serialize.dumps(serialize.as_dict(doc)))
         else:
@@ -66,17 +93,16 @@ def _run(args) -> int:
             print(f"total {t.parameters:,} (trained {t.trained:,}, frozen {t.frozen:,}); buffers {t.buffers:,}")
         return EXIT_OK
     if args.command == "build":
-        generated, report = atlas_build.build(args.specs, args.docs, args.input)
+        generated, report = atlas_build.build(args.specs, args.docs, args.input, _budget(args))
         names = ", ".join(d.name for d in generated.docs)
-        if generated.shapes_not_derived:
-            print(f"atlas: {generated.shapes_not_derived} components without derived shapes (their pages say why)")
+        _report(generated)
         if not report.written and not report.deleted:
             print(f"atlas: {names}: {len(report.unchanged)} files unchanged; nothing written")
         else:
             print(f"atlas: {names}: {len(report.written)} written, {len(report.deleted)} deleted, "
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
-    generated, diffs = atlas_build.check(args.specs, args.docs, args.input)
+    generated, diffs = atlas_build.check(args.specs, args.docs, args.input, _budget(args))
     if diffs:
         print(f"atlas: {len(diffs)} generated files differ from {args.docs}/; run `atlas build`:", file=sys.stderr)
         for d in diffs:

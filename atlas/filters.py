@@ -108,7 +108,22 @@ def symbol_entry(pair) -> str:
     return f"{pair[0]} {md_text(pair[1])}"
 
 
+def aligned_line(tex: str) -> str:
+    """ "a = b" -> "a &= b", for a leaf's aligned block."""
+    lhs, sep, rhs = tex.partition(" = ")
+    return f"{lhs} &= {rhs}" if sep else tex
+
+
+def verification_note(e) -> str:
+    v = e.verification
+    source = "the author's override" if e.status.value == "override" else "these equations"
+    return (f"{source}, run in {v.dtype} on random inputs with a fixed seed in evaluation mode, "
+            f"reproduce `forward()` to within {v.max_error:.0e} (tolerance {v.tolerance:.0e}).")
+
+
 FILTERS = {
+    "aligned_line": aligned_line,
+    "verification_note": verification_note,
     "symbol_entry": symbol_entry,
     "dim_label": dim_label,
     "tensor_label": tensor_label,

@@ -80,6 +80,42 @@ class Shapes:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One line of math, in LaTeX."""
+
+    tex: str
+    section: str | None = None      # the expanded child it belongs to ("Perceiver attention")
+    link: str | None = None         # the id of a child component the step calls
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The equations, run on random inputs, against the module's real forward()."""
+
+    verified: bool
+    max_error: float | None = None  # max |equations − forward| / max(1, max |forward|)
+    tolerance: float | None = None
+    reason: str | None = None       # why it was not run, or what did not match
+    dtype: str | None = None
+
+
+class EquationStatus(str, Enum):
+    DERIVED = "derived"             # from the code: registry (leaves) or forward() source (composites)
+    OVERRIDE = "override"           # the model author's atlas_equations
+    NOT_DERIVED = "not derived"
+
+
+@dataclass(frozen=True)
+class Equations:
+    status: EquationStatus
+    summary: tuple[str, ...] = ()
+    steps: tuple[Step, ...] = ()
+    aligned: bool = False           # a leaf's lines, shown as one aligned block
+    reason: str | None = None       # why they could not be derived: the construct and file:line
+    verification: Verification | None = None
+
+
+@dataclass(frozen=True)
 class Component:
     """A position in the module tree, with structurally identical list entries collapsed."""
 
@@ -98,6 +134,7 @@ class Component:
     reconstruction: str | None = None
     name_is_prose: bool = True      # "Encoder block" (prose) vs "TransformerEncoderLayer" (a class name)
     shapes: Shapes | None = None
+    equations: Equations | None = None
 
     @property
     def parameters_total(self) -> int:

@@ -49,6 +49,7 @@ def component_context(doc: ModelDoc, comp) -> dict:
         "model_href": paths.link(here, paths.page_path(doc, doc.root)),
         "children": [doc.component(c) for c in comp.children],
         "child_href": lambda c: paths.link(here, paths.page_path(doc, c)),
+        "step_href": lambda cid: paths.link(here, paths.page_path(doc, doc.component(cid))),
     }
 
 

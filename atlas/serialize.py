@@ -10,8 +10,8 @@ import json
 from dataclasses import fields
 
 from atlas.filters import calculation
-from atlas.model import (BufferRow, Component, Dim, DimNames, ModelDoc, ParamRow, Published, Shapes, ShapeStatus,
-                         TensorShape, Totals)
+from atlas.model import (BufferRow, Component, Dim, DimNames, EquationStatus, Equations, ModelDoc, ParamRow,
+                         Published, Shapes, ShapeStatus, Step, TensorShape, Totals, Verification)
 
 SCHEMA_VERSION = 1
 
@@ -71,7 +71,40 @@ def component_dict(c: Component) -> dict:
         "inputs": tensor_dicts(s.inputs) if s else [],
         "outputs": tensor_dicts(s.outputs) if s else [],
         "shapes": None if s is None else {"status": s.status.value, "method": s.method, "reason": s.reason},
+        "equations": equations_dict(c.equations),
+        "verification": verification_dict(c.equations),
     }
+
+
+def equations_dict(e: Equations | None):
+    if e is None:
+        return None
+    return {
+        "status": e.status.value,
+        "summary": list(e.summary),
+        "steps": [{"tex": st.tex, "section": st.section, "link": st.link} for st in e.steps],
+        "aligned": e.aligned,
+        "reason": e.reason,
+    }
+
+
+def verification_dict(e: Equations | None):
+    v = e.verification if e is not None else None
+    if v is None:
+        return None
+    return {"verified": v.verified, "max_error": v.max_error, "tolerance": v.tolerance, "reason": v.reason,
+            "dtype": v.dtype}
+
+
+def equations_from(c: dict) -> Equations | None:
+    e, v = c["equations"], c["verification"]
+    if e is None:
+        return None
+    return Equations(
+        EquationStatus(e["status"]), tuple(e["summary"]),
+        tuple(Step(st["tex"], st["section"], st["link"]) for st in e["steps"]), e["aligned"], e["reason"],
+        None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"]),
+    )
 
 
 def as_dict(doc: ModelDoc) -> dict:
@@ -116,6 +149,7 @@ def from_dict(data: dict) -> ModelDoc:
             shapes=None if c["shapes"] is None else Shapes(
                 ShapeStatus(c["shapes"]["status"]), tensors_from(c["inputs"]), tensors_from(c["outputs"]),
                 c["shapes"]["method"], c["shapes"]["reason"]),
+            equations=equations_from(c),
         )
 
     t = data["totals"]

@@ -220,6 +220,8 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     for comp in doc.components:
         module = target.get_submodule(comp.module_paths[0])
         recs = [run.get(id(module)) for run in runs]
+        if all(r is None for r in recs) and getattr(module, "atlas_inputs", None) and module is not target:
+            recs = _own_probes(module, vocab, method)
         if all(r is None for r in recs):
             shapes = Shapes(ShapeStatus.NOT_CALLED, method=method,
                             reason="not called by the model's forward() with the example inputs")
@@ -235,6 +237,16 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
                 shapes = Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
         comps.append(replace(comp, shapes=shapes))
     return replace(doc, components=tuple(comps), dims=dim_names, inputs=tuple(texts))
+
+
+def _own_probes(module: nn.Module, vocab, method: str) -> list:
+    """A component the model's forward() never calls, probed with the example inputs it declares itself."""
+    try:
+        specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in module.atlas_inputs], vocab)
+        probes = [{s: PROBE_VALUES[i][k] for i, s in enumerate(symbols)} for k in range(3)]
+        return [run.get(id(module)) for run in _run(module, specs, probes, method)]
+    except Exception:  # the component keeps its "not called" note
+        return [None, None, None]
 
 
 def _all(doc: ModelDoc, shapes: Shapes, dim_names: DimNames, texts: tuple[str, ...]) -> ModelDoc:

@@ -101,6 +101,7 @@ class GPT2(nn.Module):
     """GPT-2 language model; the vocabulary head shares its weight with the token embedding."""
 
     atlas_name = "GPT-2"
+    atlas_inputs = ("input_ids:int64[B,T]",)
 
     def __init__(self, cfg: GPT2Config = GPT2Config()) -> None:
         super().__init__()

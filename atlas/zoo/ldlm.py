@@ -54,7 +54,7 @@ class ScaledRMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rms = torch.linalg.vector_norm(x, dim=-1, keepdim=True) / math.sqrt(self.features)
-        return self.gain * x / torch.clamp(rms, min=self.eps)
+        return self.gain * (x / torch.clamp(rms, min=self.eps))
 
 
 class PerceiverAttention(nn.Module):
@@ -77,22 +77,22 @@ class PerceiverAttention(nn.Module):
 
     def forward(self, u: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         B, T, d = u.shape
-        S = h.shape[1]
+        N = h.shape[1]                                                         # feature positions
         nh, hs = self.heads, self.head_features
         u_bar = self.norm_latents(u)                                           # (B, T, d)
-        h_bar = self.norm_features(h)                                          # (B, S, d)
+        h_bar = self.norm_features(h)                                          # (B, N, d)
         p_a = self.qkv(u_bar)                                                  # (B, T, 3d)
-        p_b = self.kv(h_bar)                                                   # (B, S, 2d)
+        p_b = self.kv(h_bar)                                                   # (B, N, 2d)
         q, k_a, v_a = p_a.split(d, dim=-1)                                     # (B, T, d) each
-        k_b, v_b = p_b.split(d, dim=-1)                                        # (B, S, d) each
-        k = torch.cat([k_a, k_b], dim=1)                                       # (B, T+S, d)
-        v = torch.cat([v_a, v_b], dim=1)                                       # (B, T+S, d)
+        k_b, v_b = p_b.split(d, dim=-1)                                        # (B, N, d) each
+        k = torch.cat([k_a, k_b], dim=1)                                       # (B, T+N, d)
+        v = torch.cat([v_a, v_b], dim=1)                                       # (B, T+N, d)
         Q = self.q_norm(q.view(B, T, nh, hs).transpose(1, 2))                  # (B, nh, T, hs)
-        K = self.k_norm(k.view(B, T + S, nh, hs).transpose(1, 2))              # (B, nh, T+S, hs)
-        V = v.view(B, T + S, nh, hs).transpose(1, 2)                           # (B, nh, T+S, hs)
-        scores = Q @ K.transpose(-2, -1)                                       # (B, nh, T, T+S)
-        capped = self.softcap * torch.tanh(scores / (self.softcap * math.sqrt(hs)))
-        A = torch.softmax(capped, dim=-1)                                      # (B, nh, T, T+S)
+        K = self.k_norm(k.view(B, T + N, nh, hs).transpose(1, 2))              # (B, nh, T+N, hs)
+        V = v.view(B, T + N, nh, hs).transpose(1, 2)                           # (B, nh, T+N, hs)
+        S = Q @ K.transpose(-2, -1)                                            # (B, nh, T, T+N)
+        F = self.softcap * torch.tanh(S / (self.softcap * math.sqrt(hs)))     # softcapped logits
+        A = torch.softmax(F, dim=-1)                                           # (B, nh, T, T+N)
         O = A @ V                                                              # (B, nh, T, hs)
         o = O.transpose(1, 2).reshape(B, T, d)                                 # (B, T, d)
         return self.out_proj(o)

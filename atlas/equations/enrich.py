@@ -1,0 +1,99 @@
+"""Equations for every component of a ModelDoc: derive, print, verify."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+
+from torch import nn
+
+from atlas.equations import leaves, override
+from atlas.equations.derive import derive
+from atlas.equations.leaves import Unsupported
+from atlas.equations.program import Loop, Program
+from atlas.equations.verify import verify
+from atlas.errors import AtlasError
+from atlas.model import Component, EquationStatus, Equations, ModelDoc, ShapeStatus, Step
+
+log = logging.getLogger("atlas")
+DEFAULT_BUDGET_BYTES = 2 * 1024**3
+
+
+def program_for(module: nn.Module, comp: Component) -> tuple[Program, EquationStatus]:
+    dims = {t.name: tuple(d.value for d in t.dims) for t in comp.shapes.inputs} if comp.shapes else {}
+    lines = getattr(type(module), "atlas_equations", None)
+    if lines:
+        return override.program(module, lines, list(dims)), EquationStatus.OVERRIDE
+    return derive(module, dims), EquationStatus.DERIVED
+
+
+def _link_ids(doc: ModelDoc) -> dict[str, str]:
+    return {path: c.id for c in doc.components for path in c.module_paths}
+
+
+def _links(prog: Program, stmt, base: str, by_path: dict[str, str], module: nn.Module) -> str | None:
+    paths = []
+    if isinstance(stmt.expr, Loop):
+        seq = module.get_submodule(stmt.link)
+        paths.append(f"{stmt.link}.{next(iter(seq._modules))}")
+    else:
+        for sym in getattr(stmt.expr, "free_symbols", ()):
+            b = prog.bindings.get(sym)
+            if b is not None and b.kind == "module":
+                paths.append(b.path)
+    for rel in paths:
+        full = f"{base}.{rel}" if base else rel
+        if full in by_path:
+            return by_path[full]
+    return None
+
+
+def _tex(prog: Program, stmt) -> str:
+    if isinstance(stmt.expr, Loop):
+        return stmt.lhs
+    lhs = stmt.lhs or prog.names[stmt.target]
+    return f"{lhs} = {prog.tex(stmt.expr)}"
+
+
+def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
+                  budget_bytes: int) -> tuple[Equations, str]:
+    """The component's equations, and its summary sentence (a leaf's comes from the registry)."""
+    if comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
+        why = comp.shapes.reason if comp.shapes else "no shapes"
+        return Equations(EquationStatus.NOT_DERIVED, reason=f"no example inputs reach this component ({why})"), comp.summary
+    try:
+        prog, status = program_for(module, comp)
+    except Unsupported as exc:
+        return Equations(EquationStatus.NOT_DERIVED, reason=str(exc)), comp.summary
+    sentence = prog.summary if prog.summary and not getattr(module, "atlas_summary", None) else comp.summary
+    base = comp.module_paths[0]
+    shown = [s for s in prog.stmts if s.shown]
+    steps = tuple(Step(_tex(prog, s), s.section, _links(prog, s, base, by_path, module)) for s in shown)
+    is_leaf = leaves.builder_for(module) is not None and status is EquationStatus.DERIVED
+    own = [st for s, st in zip(shown, steps) if s.section is None and not _is_const(s)]
+    summary = tuple(st.tex for st in (steps if is_leaf else own if len(own) <= 3 else own[-2:]))
+    check = verify(module, prog, comp.shapes, budget_bytes)
+    if not check.verified and check.max_error is not None:
+        raise AtlasError(f"{comp.id or '(model)'}: the equations do not reproduce forward(): "
+                         f"max error {check.max_error:.3g} over tolerance {check.tolerance:g}")
+    if not check.verified and check.reason and check.reason.startswith("the equations"):
+        return Equations(EquationStatus.NOT_DERIVED, reason=check.reason), sentence
+    return Equations(status, summary, steps, is_leaf, None, check), sentence
+
+
+def _is_const(stmt) -> bool:
+    import sympy
+    return isinstance(stmt.expr, sympy.Number)
+
+
+def enrich(model: nn.Module, doc: ModelDoc, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> ModelDoc:
+    by_path = _link_ids(doc)
+    out = []
+    start = time.perf_counter()
+    for comp in doc.components:
+        module = model.get_submodule(comp.module_paths[0])
+        equations, sentence = equations_for(module, comp, by_path, budget_bytes)
+        out.append(replace(comp, equations=equations, summary=sentence))
+    log.info("%s: equations for %d components in %.1f s", doc.name, len(out), time.perf_counter() - start)
+    return replace(doc, components=tuple(out))

@@ -1,0 +1,312 @@
+"""Equations for torch.nn leaf modules, keyed by type and filled from the instance's attributes.
+
+A builder gets the module, the program being built, the module's path (relative
+to the component being documented), the input expressions and, where the leaf
+sits inside a parent's steps, the attribute naming it (to subscript its
+parameters: W_qkv). It returns the output expression and the steps it needs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sympy
+from torch import nn
+
+from atlas.equations import ops
+from atlas.equations.program import Binding, Program, Stmt
+from atlas.equations.symbols import subscripted
+
+
+class Unsupported(Exception):
+    """A construct the atlas cannot turn into equations; the message says which."""
+
+
+@dataclass
+class Leaf:
+    out: object                                         # the output expression (a Tuple for several)
+    stmts: list[Stmt] = field(default_factory=list)     # steps before the output, in order
+    inline: bool = True                                 # a parent may show it as one expression
+    summary: str = ""
+
+
+@dataclass
+class _B:
+    """What a builder needs: symbols for parameters and constants, and steps."""
+
+    module: nn.Module
+    prog: Program
+    path: str
+    attr: str | None
+
+    def param(self, name: str, base: str, transpose: bool = False):
+        if getattr(self.module, name, None) is None:
+            return None
+        tex = subscripted(base, self.attr) if self.attr else base
+        return self.prog.symbol(f"{self.path}.{name}", tex, Binding("param", self.path, name, transpose))
+
+    def const(self, key: str, tex: str, value) -> tuple[sympy.Symbol, Stmt]:
+        sym = self.prog.symbol(f"{self.path}.{key}", tex, Binding("const", value=value), scalar=True)
+        return sym, Stmt(sym, sympy.Float(value) if isinstance(value, float) else sympy.Integer(value))
+
+    def step(self, key: str, tex: str, expr, lhs: str | None = None) -> tuple[sympy.Symbol, Stmt]:
+        sym = self.prog.symbol(f"{self.path}.{key}", tex)
+        return sym, Stmt(sym, expr, lhs=lhs)
+
+
+def _affine(b: _B, core, weight_base="\\gamma", bias_base="\\beta"):
+    gamma, beta = b.param("weight", weight_base), b.param("bias", bias_base)
+    out = core if gamma is None else ops.Mul(gamma, core)
+    return out if beta is None else ops.Add(out, beta)
+
+
+def linear(b: _B, x):
+    W, bias = b.param("weight", "W", transpose=True), b.param("bias", "b")
+    out = ops.MatMul(x, W)
+    return Leaf(out if bias is None else ops.Add(out, bias),
+                summary=f"An affine map from {b.module.in_features} to {b.module.out_features} features.")
+
+
+def layer_norm(b: _B, x):
+    m = b.module
+    if len(m.normalized_shape) != 1:
+        raise Unsupported(f"LayerNorm over {len(m.normalized_shape)} axes")
+    d = sympy.Integer(m.normalized_shape[0])
+    eps, eps_stmt = b.const("eps", r"\varepsilon", float(m.eps))
+    mu, s1 = b.step("mu", r"\mu", ops.Mean(x, -1, d), lhs=r"\mu_d(x)")
+    var, s2 = b.step("var", r"\sigma^2", ops.Mean(ops.Pow(ops.Sub(x, mu), 2), -1, d), lhs=r"\sigma_d^2(x)")
+    core = ops.Div(ops.Sub(x, mu), ops.Sqrt(ops.Add(var, eps)))
+    what = "then apply learned gain and bias" if m.elementwise_affine and m.bias is not None else (
+        "then apply a learned gain" if m.elementwise_affine else "with no learned gain or bias")
+    return Leaf(_affine(b, core), [s1, s2, eps_stmt], inline=False,
+                summary=f"Center and scale each position's features, {what}.")
+
+
+def rms_norm(b: _B, x):
+    m = b.module
+    if len(m.normalized_shape) != 1:
+        raise Unsupported(f"RMSNorm over {len(m.normalized_shape)} axes")
+    d = sympy.Integer(m.normalized_shape[0])
+    if m.eps is None:
+        raise Unsupported("RMSNorm with eps=None uses the dtype's machine epsilon")
+    eps, eps_stmt = b.const("eps", r"\varepsilon", float(m.eps))
+    ms, s1 = b.step("ms", r"\mathrm{ms}", ops.Mean(ops.Pow(x, 2), -1, d), lhs=r"\mathrm{ms}_d(x)")
+    core = ops.Div(x, ops.Sqrt(ops.Add(ms, eps)))
+    return Leaf(_affine(b, core), [s1, eps_stmt], inline=False,
+                summary="Scale each position's features by their root mean square, then apply a learned gain.")
+
+
+def embedding(b: _B, x):
+    if b.module.max_norm is not None:
+        raise Unsupported("Embedding with max_norm renormalizes rows in place")
+    E = b.param("weight", "E")
+    return Leaf(ops.Rows(E, x), summary=f"Look up one of {b.module.num_embeddings:,} learned rows per index.")
+
+
+def gelu(b: _B, x):
+    if b.module.approximate == "tanh":
+        inner = ops.Mul(sympy.Float(math.sqrt(2 / math.pi)),
+                        ops.Add(x, ops.Mul(sympy.Float(0.044715), ops.Pow(x, 3))))
+        out = ops.Mul(ops.Div(x, 2), ops.Add(sympy.Integer(1), ops.Tanh(inner)))
+        return Leaf(out, summary="The GELU activation, in its tanh approximation.")
+    return Leaf(ops.Mul(x, ops.Phi(x)), summary="The exact GELU activation: each value times the standard normal CDF at it.")
+
+
+def dropout(b: _B, x):
+    return Leaf(ops.Dropout(x, sympy.Float(b.module.p)),
+                summary=f"Zero each value with probability {b.module.p} while training; the identity in evaluation.")
+
+
+def relu(b: _B, x):
+    return Leaf(ops.Max(x, sympy.Integer(0)), summary="Keep positive values, zero the rest.")
+
+
+def silu(b: _B, x):
+    return Leaf(ops.Mul(x, ops.Sigmoid(x)), summary="The SiLU activation: each value times its logistic sigmoid.")
+
+
+def tanh(b: _B, x):
+    return Leaf(ops.Tanh(x), summary="The hyperbolic tangent, elementwise.")
+
+
+def sigmoid(b: _B, x):
+    return Leaf(ops.Sigmoid(x), summary="The logistic sigmoid, elementwise.")
+
+
+def softmax(b: _B, x):
+    dim = b.module.dim
+    if dim is None:
+        raise Unsupported("Softmax with dim=None")
+    return Leaf(ops.Softmax(x, dim), summary=f"Exponentiate and normalize along axis {dim}.")
+
+
+def identity(b: _B, x):
+    return Leaf(x, summary="Returns its input unchanged.")
+
+
+def conv(b: _B, x):
+    m = b.module
+    if m.padding_mode != "zeros":
+        raise Unsupported(f"convolution with padding_mode={m.padding_mode!r}")
+    nd = len(m.kernel_size)
+    W, bias = b.param("weight", "W"), b.param("bias", "b")
+    pad = sympy.Symbol(m.padding) if isinstance(m.padding, str) else sympy.Tuple(*m.padding)
+    out = ops.Conv(x, W, bias if bias is not None else sympy.S.Zero, nd, sympy.Tuple(*m.stride), pad,
+                   sympy.Tuple(*m.dilation), m.groups)
+    return Leaf(out, summary=(f"A {nd}-d convolution from {m.in_channels} to {m.out_channels} channels, "
+                              f"kernel {' × '.join(map(str, m.kernel_size))}, stride {', '.join(map(str, m.stride))}."))
+
+
+class BatchNormOp(ops.Op):
+    """Per-channel normalization (axis 1) with running statistics in evaluation mode."""
+
+    precedence = ops.ADD
+
+    def tex(self, p, x, mean, var, eps, gamma, beta):
+        core = r"\frac{" + p._print(x) + "-" + p._print(mean) + r"}{\sqrt{" + p._print(var) + "+" + p._print(eps) + "}}"
+        if gamma != sympy.S.One:
+            core = p._print(gamma) + r"\odot " + core
+        return core + ("" if beta == sympy.S.Zero else "+" + p._print(beta))
+
+    def run(self, x, mean, var, eps, gamma, beta):
+        shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
+        y = (x - mean.reshape(shape)) / (var.reshape(shape) + eps) ** 0.5
+        if not isinstance(gamma, (int, float)):
+            y = y * gamma.reshape(shape)
+        if not isinstance(beta, (int, float)):
+            y = y + beta.reshape(shape)
+        return y
+
+
+def batch_norm(b: _B, x):
+    m = b.module
+    if not m.track_running_stats:
+        raise Unsupported("BatchNorm without running statistics depends on the batch")
+    mean = b.prog.symbol(f"{b.path}.running_mean", r"\hat\mu", Binding("param", b.path, "running_mean"))
+    var = b.prog.symbol(f"{b.path}.running_var", r"\hat\sigma^2", Binding("param", b.path, "running_var"))
+    eps, eps_stmt = b.const("eps", r"\varepsilon", float(m.eps))
+    gamma, beta = b.param("weight", r"\gamma"), b.param("bias", r"\beta")
+    out = BatchNormOp(x, mean, var, eps, gamma if gamma is not None else sympy.S.One,
+                      beta if beta is not None else sympy.S.Zero)
+    return Leaf(out, [eps_stmt], inline=False,
+                summary=f"Normalize each of {m.num_features} channels with running statistics, then scale and shift.")
+
+
+class GroupNormOp(ops.Op):
+    precedence = ops.ADD
+
+    def tex(self, p, x, groups, eps, gamma, beta):
+        core = r"\frac{" + p._print(x) + r"-\mu_g}{\sqrt{\sigma_g^2+" + p._print(eps) + "}}"
+        if gamma != sympy.S.One:
+            core = p._print(gamma) + r"\odot " + core
+        return core + ("" if beta == sympy.S.Zero else "+" + p._print(beta))
+
+    def run(self, x, groups, eps, gamma, beta):
+        N, C = x.shape[:2]
+        g = x.reshape(N, int(groups), -1)
+        mu = g.mean(-1, keepdim=True)
+        var = ((g - mu) ** 2).mean(-1, keepdim=True)
+        y = ((g - mu) / (var + eps) ** 0.5).reshape(x.shape)
+        shape = [1, C] + [1] * (x.dim() - 2)
+        if not isinstance(gamma, (int, float)):
+            y = y * gamma.reshape(shape)
+        if not isinstance(beta, (int, float)):
+            y = y + beta.reshape(shape)
+        return y
+
+
+def group_norm(b: _B, x):
+    m = b.module
+    eps, eps_stmt = b.const("eps", r"\varepsilon", float(m.eps))
+    gamma, beta = b.param("weight", r"\gamma"), b.param("bias", r"\beta")
+    out = GroupNormOp(x, m.num_groups, eps, gamma if gamma is not None else sympy.S.One,
+                      beta if beta is not None else sympy.S.Zero)
+    return Leaf(out, [eps_stmt], inline=False,
+                summary=f"Normalize each of {m.num_groups} channel groups over its channels and positions.")
+
+
+class MHAOp(ops.Op):
+    """nn.MultiheadAttention without masks: both outputs, written out."""
+
+    precedence = ops.ATOM
+
+    def tex(self, p, q, k, v, w_in, b_in, w_out, b_out, heads, batch_first):
+        return r"\operatorname{concat}_h\!\Big(\operatorname{softmax}\!\Big(\frac{Q_h K_h^{\mathsf T}}{\sqrt{d_h}}\Big)V_h\Big)\,W_O+b_O"
+
+    def run(self, q, k, v, w_in, b_in, w_out, b_out, heads, batch_first):
+        heads = int(heads)
+        if not bool(batch_first):
+            q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
+        E = q.shape[-1]
+        wq, wk, wv = w_in.split(E)
+        bq, bk, bv = (b_in.split(E) if not isinstance(b_in, (int, float)) else (0, 0, 0))
+        B, T, S = q.shape[0], q.shape[1], k.shape[1]
+        hs = E // heads
+        Q = (q @ wq.T + bq).reshape(B, T, heads, hs).transpose(1, 2)
+        K = (k @ wk.T + bk).reshape(B, S, heads, hs).transpose(1, 2)
+        V = (v @ wv.T + bv).reshape(B, S, heads, hs).transpose(1, 2)
+        s = Q @ K.transpose(-2, -1) / math.sqrt(hs)
+        e = (s - s.amax(-1, keepdim=True)).exp()
+        A = e / e.sum(-1, keepdim=True)
+        o = (A @ V).transpose(1, 2).reshape(B, T, E) @ w_out.T
+        if not isinstance(b_out, (int, float)):
+            o = o + b_out
+        if not bool(batch_first):
+            o = o.transpose(0, 1)
+        return o, A.mean(1)
+
+
+def multihead_attention(b: _B, query, key=None, value=None):
+    m = b.module
+    if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+        raise Unsupported("MultiheadAttention with separate key/value sizes, bias_k or add_zero_attn")
+    key = query if key is None else key
+    value = key if value is None else value
+    w_in = b.prog.symbol(f"{b.path}.in_proj_weight", r"W_{\mathrm{in}}", Binding("param", b.path, "in_proj_weight"))
+    b_in = b.param("in_proj_bias", r"b_{\mathrm{in}}")
+    w_out = b.prog.symbol(f"{b.path}.out_proj.weight", "W_O", Binding("param", f"{b.path}.out_proj".strip("."), "weight"))
+    b_out = (b.prog.symbol(f"{b.path}.out_proj.bias", "b_O", Binding("param", f"{b.path}.out_proj".strip("."), "bias"))
+             if m.out_proj.bias is not None else sympy.S.Zero)
+    out = MHAOp(query, key, value, w_in, b_in if b_in is not None else sympy.S.Zero, w_out, b_out,
+                m.num_heads, sympy.true if m.batch_first else sympy.false)
+    return Leaf(sympy.Tuple(ops.Item(out, 0), ops.Item(out, 1)), inline=False,
+                summary=f"Multi-head attention with {m.num_heads} heads of {m.head_dim} features.")
+
+
+REGISTRY = {
+    nn.Linear: linear,
+    nn.LayerNorm: layer_norm,
+    nn.RMSNorm: rms_norm,
+    nn.Embedding: embedding,
+    nn.GELU: gelu,
+    nn.Dropout: dropout,
+    nn.ReLU: relu,
+    nn.SiLU: silu,
+    nn.Tanh: tanh,
+    nn.Sigmoid: sigmoid,
+    nn.Softmax: softmax,
+    nn.Identity: identity,
+    nn.Conv1d: conv,
+    nn.Conv2d: conv,
+    nn.BatchNorm1d: batch_norm,
+    nn.BatchNorm2d: batch_norm,
+    nn.GroupNorm: group_norm,
+    nn.MultiheadAttention: multihead_attention,
+}
+
+
+def builder_for(module: nn.Module):
+    """The builder registered for the module's type or its nearest registered base class."""
+    for cls in type(module).__mro__:
+        if cls in REGISTRY:
+            # a subclass with its own forward() computes something else: derive it from its code
+            return REGISTRY[cls] if type(module).forward is cls.forward else None
+    return None
+
+
+def build(module: nn.Module, prog: Program, path: str, ins: list, attr: str | None = None) -> Leaf:
+    fn = builder_for(module)
+    if fn is None:
+        raise Unsupported(f"no equations for {type(module).__name__}")
+    return fn(_B(module, prog, path, attr), *ins)
