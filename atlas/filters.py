@@ -121,7 +121,12 @@ def verification_note(e) -> str:
             f"reproduce `forward()` to within {v.max_error:.0e} (tolerance {v.tolerance:.0e}).")
 
 
+def step_link(cid: str, doc, href) -> str:
+    return f"[{md_text(doc.component(cid).name)}]({href(cid)})"
+
+
 FILTERS = {
+    "step_link": step_link,
     "aligned_line": aligned_line,
     "verification_note": verification_note,
     "symbol_entry": symbol_entry,

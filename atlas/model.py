@@ -85,7 +85,7 @@ class Step:
 
     tex: str
     section: str | None = None      # the expanded child it belongs to ("Perceiver attention")
-    link: str | None = None         # the id of a child component the step calls
+    links: tuple[str, ...] = ()     # ids of the child components the step calls, in order
 
 
 @dataclass(frozen=True)

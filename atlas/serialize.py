@@ -82,7 +82,7 @@ def equations_dict(e: Equations | None):
     return {
         "status": e.status.value,
         "summary": list(e.summary),
-        "steps": [{"tex": st.tex, "section": st.section, "link": st.link} for st in e.steps],
+        "steps": [{"tex": st.tex, "section": st.section, "links": list(st.links)} for st in e.steps],
         "aligned": e.aligned,
         "reason": e.reason,
     }
@@ -102,7 +102,7 @@ def equations_from(c: dict) -> Equations | None:
         return None
     return Equations(
         EquationStatus(e["status"]), tuple(e["summary"]),
-        tuple(Step(st["tex"], st["section"], st["link"]) for st in e["steps"]), e["aligned"], e["reason"],
+        tuple(Step(st["tex"], st["section"], tuple(st["links"])) for st in e["steps"]), e["aligned"], e["reason"],
         None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"]),
     )
 

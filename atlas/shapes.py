@@ -220,8 +220,9 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     for comp in doc.components:
         module = target.get_submodule(comp.module_paths[0])
         recs = [run.get(id(module)) for run in runs]
-        if all(r is None for r in recs) and getattr(module, "atlas_inputs", None) and module is not target:
-            recs = _own_probes(module, vocab, method)
+        own = getattr(module, "atlas_inputs", None) or leaf_inputs(module)
+        if all(r is None for r in recs) and own and module is not target:
+            recs = _own_probes(module, own, vocab, method)
         if all(r is None for r in recs):
             shapes = Shapes(ShapeStatus.NOT_CALLED, method=method,
                             reason="not called by the model's forward() with the example inputs")
@@ -239,10 +240,24 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     return replace(doc, components=tuple(comps), dims=dim_names, inputs=tuple(texts))
 
 
-def _own_probes(module: nn.Module, vocab, method: str) -> list:
-    """A component the model's forward() never calls, probed with the example inputs it declares itself."""
+def leaf_inputs(module: nn.Module) -> tuple[str, ...] | None:
+    """Example inputs a torch.nn leaf implies by its own sizes, for a leaf the model never calls itself
+    (MultiheadAttention's out_proj, a dropout on an unused branch)."""
+    if isinstance(module, nn.Linear):
+        return (f"input:float32[B,T,{module.in_features}]",)
+    if isinstance(module, (nn.LayerNorm, nn.RMSNorm)) and len(module.normalized_shape) == 1:
+        return (f"input:float32[B,T,{module.normalized_shape[0]}]",)
+    if isinstance(module, nn.Embedding):
+        return ("input:int64[B,T]",)
+    if isinstance(module, (nn.Dropout, nn.GELU, nn.ReLU, nn.SiLU, nn.Tanh, nn.Sigmoid, nn.Identity)):
+        return ("input:float32[B,T]",)
+    return None
+
+
+def _own_probes(module: nn.Module, texts, vocab, method: str) -> list:
+    """A component the model's forward() never calls, probed with example inputs of its own."""
     try:
-        specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in module.atlas_inputs], vocab)
+        specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
         probes = [{s: PROBE_VALUES[i][k] for i, s in enumerate(symbols)} for k in range(3)]
         return [run.get(id(module)) for run in _run(module, specs, probes, method)]
     except Exception:  # the component keeps its "not called" note

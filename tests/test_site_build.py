@@ -28,3 +28,11 @@ def test_committed_docs_are_current():
     """What CI relies on: the committed pages match the model code."""
     from atlas.cli import main
     assert main(["check", "--docs", str(ROOT / "docs")]) == 0
+
+
+def test_output_does_not_depend_on_the_hash_seed():
+    """Set or dict order must never reach a page: check the committed pages from processes with other seeds."""
+    for seed in ("1", "987"):
+        proc = subprocess.run([sys.executable, "-m", "atlas", "check", "--docs", str(ROOT / "docs")], cwd=ROOT,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        assert proc.returncode == 0, proc.stderr[-2000:]

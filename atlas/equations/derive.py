@@ -148,8 +148,12 @@ class Deriver:
             if isinstance(value, Tensor):
                 self._static_dims[value.expr] = input_dims.get(name)
         result = self._call_forward(frame)
-        self._output(self._tensor(result, frame, None).expr if not isinstance(result, Tup)
-                     else sympy.Tuple(*(self._tensor(v, frame, None).expr for v in result.items)))
+        if isinstance(result, Tup):     # (logits, None): the tensors, in order, as forward() returns them
+            items = [self._tensor(v, frame, None).expr for v in result.items
+                     if not (isinstance(v, Const) and v.value is None)]
+            self._output(sympy.Tuple(*items) if len(items) > 1 else items[0])
+        else:
+            self._output(self._tensor(result, frame, None).expr)
 
     _static_dims: dict
 
@@ -376,7 +380,10 @@ class Deriver:
         if isinstance(base, ModuleRef) and base.attr == "" and base.module is frame.module:
             return self._self_attr(frame, attr, node)
         if isinstance(base, ModuleRef) and isinstance(getattr(base.module, attr, None), nn.Module):
-            return ModuleRef(getattr(base.module, attr), _join(base.path, attr), attr)
+            sub = getattr(base.module, attr)
+            if isinstance(sub, nn.ModuleList):
+                return ModuleListRef(list(sub), _join(base.path, attr), attr)
+            return ModuleRef(sub, _join(base.path, attr), attr)
         if isinstance(base, Tensor) and attr == "shape":
             return Shape(base.expr, self._static_of(frame, base.expr))
         if isinstance(base, Tensor) and attr in ("T", "mT"):
@@ -388,11 +395,14 @@ class Deriver:
                 return Tensor(sympy.pi)
             if base.name == "math" and attr in ("e", "inf"):
                 return Const(getattr(math, attr))
-            return Namespace(f"{base.name}.{attr}")
+            full = f"{base.name}.{attr}"
+            return Namespace({"torch.nn.functional": "F", "nn.functional": "F", "torch.nn": "nn"}.get(full, full))
         raise self._err(frame, node, f"unsupported attribute .{attr}")
 
     def _self_attr(self, frame: Frame, attr: str, node):
         module = frame.module
+        if attr == "training":
+            return Const(False)         # pages describe evaluation mode, where they are checked
         value = getattr(module, attr, None)
         path = frame.path
         if isinstance(value, nn.Parameter) or (isinstance(value, torch.Tensor) and attr in module._buffers):
@@ -451,6 +461,12 @@ class Deriver:
             lo = self._size(frame, parts[1].lower, 0) if parts[1].lower is not None else sympy.Integer(0)
             hi = self._size(frame, parts[1].upper, None)
             return ops.Slice(x, -1, lo, hi)
+        picks = [i for i, p in enumerate(parts) if isinstance(p, ast.List)]
+        if (len(picks) == 1 and len(parts[picks[0]].elts) == 1
+                and all(isinstance(p, ast.Slice) and p.lower is p.upper is p.step is None
+                        for i, p in enumerate(parts) if i != picks[0])):
+            index = int(self._static(frame, parts[picks[0]].elts[0]))
+            return ops.Pick(x, picks[0], index)
         if all(isinstance(p, ast.Slice) and p.lower is p.upper is p.step is None
                or isinstance(p, ast.Constant) and p.value is None for p in parts):
             out = x
@@ -509,6 +525,9 @@ class Deriver:
         kwargs = {k.arg: self._expr(frame, k.value) for k in node.keywords if k.arg}
         if isinstance(func, ast.Name) and func.id in ("int", "float") and len(args) == 1:
             return args[0]
+        if (isinstance(func, ast.Attribute) and func.attr == "forward" and isinstance(func.value, ast.Call)
+                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"):
+            return self._super_forward(frame, args, node)
         callee = self._expr(frame, func) if not (isinstance(func, ast.Attribute)) else None
         if isinstance(func, ast.Attribute):
             base = self._expr(frame, func.value)
@@ -565,10 +584,11 @@ class Deriver:
         visible = [s for s in emitted if s.shown and not _is_const(s)]
         pure = all(not isinstance(s.expr, Loop) and not _calls(s.expr) for s in emitted) and not _calls(out.expr)
         if pure:
-            expr = out.expr
+            expr, repeated = out.expr, False
             for s in reversed(visible):
+                repeated |= sum(1 for node in sympy.preorder_traversal(expr) if node == s.target) > 1
                 expr = expr.xreplace({s.target: s.expr})
-            if op_count(expr) <= MAX_INLINE_OPS and _inlinable(expr, exprs):
+            if not repeated and op_count(expr) <= MAX_INLINE_OPS and _inlinable(expr, exprs):
                 consts = [s for s in emitted if _is_const(s)] + out.trailing
                 hidden = [s for s in emitted if not s.shown]
                 self.prog.stmts.extend(hidden)
@@ -580,6 +600,36 @@ class Deriver:
             self.prog.stmts.extend(emitted)
             return Tensor(out.expr, section=title, trailing=trailing + out.trailing)
         return Tensor(self._opaque(ref, exprs), trailing=trailing)
+
+    def _layer_norm(self, frame: Frame, args, kwargs, node):
+        """F.layer_norm(x, shape, weight, bias, eps) over the last axis, written out in steps."""
+        values = args + [kwargs.get(k) for k in ("normalized_shape", "weight", "bias", "eps")[len(args) - 1:]]
+        x = self._tensor(values[0], frame, node).expr
+        weight, bias = values[2] if len(values) > 2 else None, values[3] if len(values) > 3 else None
+        eps = float(_value(values[4])) if len(values) > 4 and values[4] is not None else 1e-5
+        n = ops.Label("n")
+        mu = self.prog.symbol(f"{frame.path}:mu", r"\mu")
+        var = self.prog.symbol(f"{frame.path}:var", r"\sigma^2")
+        eps_sym = self.prog.symbol(f"{frame.path}:eps", r"\varepsilon", Binding("const", value=eps), scalar=True)
+        self.prog.stmts.append(Stmt(mu, ops.Mean(x, -1, n), lhs=r"\mu_n(x)", section=frame.section))
+        self.prog.stmts.append(Stmt(var, ops.Mean(ops.Pow(ops.Sub(x, mu), 2), -1, n), lhs=r"\sigma_n^2(x)",
+                                    section=frame.section))
+        out = ops.Div(ops.Sub(x, mu), ops.Sqrt(ops.Add(var, eps_sym)))
+        if isinstance(weight, Tensor):
+            out = ops.Mul(weight.expr, out)
+        if isinstance(bias, Tensor):
+            out = ops.Add(out, bias.expr)
+        return Tensor(out, trailing=[Stmt(eps_sym, sympy.Float(eps), section=frame.section)])
+
+    def _super_forward(self, frame: Frame, args, node):
+        """super().forward(x) in a subclass of a registered leaf: the base class's equations."""
+        for cls in type(frame.module).__mro__[1:]:
+            if cls in leaves.REGISTRY and cls.forward is not type(frame.module).forward:
+                ins = [self._tensor(a, frame, node).expr for a in args]
+                leaf = leaves.REGISTRY[cls](leaves._B(frame.module, self.prog, frame.path, None), *ins)
+                self.prog.stmts.extend(leaf.stmts)
+                return Tensor(leaf.out)
+        raise self._err(frame, node, "super().forward() of a class with no registered equations")
 
     def _definition(self, expr):
         """The expression a step assigned to a symbol, else the expression itself."""
@@ -647,7 +697,7 @@ class Deriver:
             return Tensor(ops.Norm2(x, int(_value(kwargs.get("dim", args[0] if args else Const(-1))))))
         if name == "mean" and _value(kwargs.get("keepdim", Const(False))):
             d = int(_value(kwargs.get("dim", args[0] if args else Const(-1))))
-            return Tensor(ops.Mean(x, d, sympy.Symbol("n")))
+            return Tensor(ops.Mean(x, d, ops.Label("n")))
         raise self._err(frame, node, f"unsupported tensor method .{name}()")
 
     def _function(self, frame: Frame, name: str, args, kwargs, node):
@@ -671,8 +721,12 @@ class Deriver:
         if name in ("torch.clamp", "torch.clamp_min") and "max" not in kwargs:
             low = self._tensor(kwargs.get("min", args[1] if len(args) > 1 else None), frame, node)
             return Tensor(ops.Max(self._tensor(args[0], frame, node).expr, low.expr), trailing=low.trailing)
-        if name == "torch.arange" and len(args) == 1:
-            return Tensor(ops.Arange(self._tensor(args[0], frame, node).expr))
+        if name == "torch.arange" and len(args) in (1, 2) and not kwargs.keys() - {"dtype", "device"}:
+            if len(args) == 2 and _value(args[0]) != 0:
+                raise self._err(frame, node, "torch.arange with a start other than 0")
+            return Tensor(ops.Arange(self._tensor(args[-1], frame, node).expr))
+        if name == "F.layer_norm":
+            return self._layer_norm(frame, args, kwargs, node)
         if name == "torch.zeros_like":
             return Tensor(ops.Zeros(tensors()[0]))
         if name == "torch.matmul":
@@ -689,7 +743,9 @@ class Deriver:
             x = tensors()[0]
             return Tensor(ops.Mul(x, ops.Sigmoid(x)))
         if name == "F.scaled_dot_product_attention":
-            if any(k not in ("is_causal",) for k in kwargs) or len(args) != 3:
+            plain = (_value(kwargs.get("attn_mask", Const(None))) is None
+                     and not _value(kwargs.get("dropout_p", Const(0))) and "scale" not in kwargs)
+            if not plain or len(args) != 3:
                 raise self._err(frame, node, "scaled_dot_product_attention with a mask, dropout or scale")
             q, k, v = tensors()
             causal = bool(_value(kwargs.get("is_causal", Const(False))))
@@ -724,11 +780,21 @@ def _num(v):
 def _inlinable(out, inputs) -> bool:
     """Inline a child's expression unless it would repeat a compound input (x σ(x) with x = a W + b)."""
     for x in inputs:
-        if isinstance(x, sympy.Symbol) or not isinstance(out, sympy.Basic):
+        if _simple(x) or not isinstance(out, sympy.Basic):
             continue
         if sum(1 for node in sympy.preorder_traversal(out) if node == x) > 1:
             return False
     return True
+
+
+VIEWS = (ops.Heads, ops.Slice, ops.Reshape, ops.Transpose, ops.Unsqueeze, ops.Expand, ops.Pick)
+
+
+def _simple(x) -> bool:
+    """A symbol, or a view of one (q^h, latents_{1:T}): it reads fine where it appears twice."""
+    while isinstance(x, VIEWS):
+        x = x.args[0]
+    return isinstance(x, sympy.Symbol)
 
 
 def _is_const(stmt: Stmt) -> bool:

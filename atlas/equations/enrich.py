@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
+
+import sympy
 from dataclasses import replace
 
 from torch import nn
@@ -32,21 +34,23 @@ def _link_ids(doc: ModelDoc) -> dict[str, str]:
     return {path: c.id for c in doc.components for path in c.module_paths}
 
 
-def _links(prog: Program, stmt, base: str, by_path: dict[str, str], module: nn.Module) -> str | None:
+def _links(prog: Program, stmt, base: str, by_path: dict[str, str], module: nn.Module) -> tuple[str, ...]:
+    """The child components a step calls, in the order they appear in it (never a set's order)."""
     paths = []
     if isinstance(stmt.expr, Loop):
         seq = module.get_submodule(stmt.link)
         paths.append(f"{stmt.link}.{next(iter(seq._modules))}")
-    else:
-        for sym in getattr(stmt.expr, "free_symbols", ()):
-            b = prog.bindings.get(sym)
+    elif isinstance(stmt.expr, sympy.Basic):
+        for node in sympy.preorder_traversal(stmt.expr):
+            b = prog.bindings.get(node) if isinstance(node, sympy.Symbol) else None
             if b is not None and b.kind == "module":
                 paths.append(b.path)
+    out = []
     for rel in paths:
         full = f"{base}.{rel}" if base else rel
-        if full in by_path:
-            return by_path[full]
-    return None
+        if full in by_path and by_path[full] not in out:
+            out.append(by_path[full])
+    return tuple(out)
 
 
 def _tex(prog: Program, stmt) -> str:

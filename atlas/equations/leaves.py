@@ -151,7 +151,7 @@ def conv(b: _B, x):
         raise Unsupported(f"convolution with padding_mode={m.padding_mode!r}")
     nd = len(m.kernel_size)
     W, bias = b.param("weight", "W"), b.param("bias", "b")
-    pad = sympy.Symbol(m.padding) if isinstance(m.padding, str) else sympy.Tuple(*m.padding)
+    pad = ops.Label(m.padding) if isinstance(m.padding, str) else sympy.Tuple(*m.padding)
     out = ops.Conv(x, W, bias if bias is not None else sympy.S.Zero, nd, sympy.Tuple(*m.stride), pad,
                    sympy.Tuple(*m.dilation), m.groups)
     return Leaf(out, summary=(f"A {nd}-d convolution from {m.in_channels} to {m.out_channels} channels, "
@@ -310,3 +310,63 @@ def build(module: nn.Module, prog: Program, path: str, ins: list, attr: str | No
     if fn is None:
         raise Unsupported(f"no equations for {type(module).__name__}")
     return fn(_B(module, prog, path, attr), *ins)
+
+
+def _transformer_encoder_layer(b: _B, src):
+    """nn.TransformerEncoderLayer without masks, in evaluation mode, post- or pre-norm."""
+    m = b.module
+    prog = b.prog
+    act = m.activation
+    act_name = {"relu": "ReLU", "gelu": "GELU"}.get(getattr(act, "__name__", ""), type(act).__name__)
+
+    def child(attr):
+        name = type(getattr(m, attr)).__name__
+        return prog.symbol(f"{b.path}.{attr}@", rf"\operatorname{{{name}}}_{{\mathrm{{{attr.replace('_', chr(92) + ',')}}}}}",
+                           Binding("module", f"{b.path}.{attr}".strip(".")))
+
+    sa, n1, n2, l1, l2 = (child(a) for a in ("self_attn", "norm1", "norm2", "linear1", "linear2"))
+    act_fn = ActivationOp if not isinstance(act, nn.Module) else None
+    stmts = []
+
+    def step(key, tex, expr):
+        sym, stmt = b.step(key, tex, expr)
+        stmts.append(stmt)
+        return sym
+
+    def attention(x):
+        return ops.Item(ops.Call(sa, x, x, x), 0)
+
+    def feed_forward(x):
+        hidden = ops.Call(l1, x)
+        acted = act_fn(hidden, ops.Label(act_name)) if act_fn else ops.Call(child("activation"), hidden)
+        return ops.Call(l2, acted)
+
+    if m.norm_first:
+        a = step("a", "a", attention(ops.Call(n1, src)))
+        x1 = step("x1", "x'", ops.Add(src, a))
+        f = step("f", "f", feed_forward(ops.Call(n2, x1)))
+        out = ops.Add(x1, f)
+    else:
+        a = step("a", "a", attention(src))
+        x1 = step("x1", "x'", ops.Call(n1, ops.Add(src, a)))
+        f = step("f", "f", feed_forward(x1))
+        out = ops.Call(n2, ops.Add(x1, f))
+    return Leaf(out, stmts, inline=False, summary=(
+        f"A {'pre' if m.norm_first else 'post'}-norm transformer encoder layer: self-attention with "
+        f"{m.self_attn.num_heads} heads, then a {act_name} feed-forward network, each with a residual connection."))
+
+
+class ActivationOp(ops.Op):
+    """The activation a TransformerEncoderLayer holds as a function, not a module."""
+
+    precedence = ops.ATOM
+
+    def tex(self, p, x, name):
+        return r"\operatorname{" + str(name) + r"}\!\left(" + p._print(x) + r"\right)"
+
+    def run(self, x, name):
+        import torch
+        return torch.relu(x) if str(name) == "ReLU" else 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+
+REGISTRY[nn.TransformerEncoderLayer] = _transformer_encoder_layer

@@ -22,6 +22,10 @@ def _int(x) -> int:
     return int(x)
 
 
+class Label(sympy.Symbol):
+    """A name that only prints (the n of a mean, an activation's name); it has no value to run."""
+
+
 class Op(sympy.Function):
     """Base: no automatic simplification; subclasses give `tex` and `run`."""
 
@@ -451,7 +455,7 @@ class Conv(Op):
     def run(self, x, w, b, nd, stride, padding, dilation, groups):
         fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[_int(nd)]
         bias = None if isinstance(b, (int, float)) and b == 0 else b
-        pad = str(padding) if isinstance(padding, sympy.Symbol) else tuple(_int(x) for x in padding)
+        pad = padding if isinstance(padding, str) else tuple(_int(x) for x in padding)
         return fn(x, w, bias, tuple(_int(s) for s in stride), pad, tuple(_int(d) for d in dilation), _int(groups))
 
 
@@ -512,6 +516,8 @@ def latex(expr, names: dict, scalars: set) -> str:
 
 def evaluate(expr, env: dict):
     """Run an expression: symbols come from `env`, ops run with torch."""
+    if isinstance(expr, Label):
+        return str(expr)
     if isinstance(expr, sympy.Symbol):
         if expr not in env:
             raise KeyError(f"no value for {expr}")
@@ -593,3 +599,16 @@ class Flatten(Op):
 
     def run(self, x, start, end):
         return x.flatten(_int(start), _int(end))
+
+
+class Pick(Op):
+    """x[:, [i], :]: one index along an axis, the axis kept."""
+
+    precedence = ATOM
+
+    def tex(self, p, x, dim, index):
+        return group(wrap(p, x, ATOM)) + r"_{[" + p._print(index) + r"]}"
+
+    def run(self, x, dim, index):
+        dim, index = _int(dim), _int(index)
+        return x.narrow(dim, index % x.shape[dim], 1)

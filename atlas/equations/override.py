@@ -23,7 +23,7 @@ from atlas.equations.symbols import tex_name
 
 FUNCTIONS = {
     "norm": lambda x: ops.Norm2(x, -1),
-    "mean": lambda x: ops.Mean(x, -1, sympy.Symbol("n")),
+    "mean": lambda x: ops.Mean(x, -1, ops.Label("n")),
     "softmax": lambda x: ops.Softmax(x, -1),
     "matmul": ops.MatMul,
     "Max": ops.Max,
