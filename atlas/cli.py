@@ -51,8 +51,11 @@ def _gigabytes(text: str) -> float:
     return value
 
 
-def _budget(args) -> int:
-    return int(args.memory_budget * 1024**3)
+def _settings(args):
+    from atlas.pipeline import Settings, mkdocs_settings
+    site = mkdocs_settings(getattr(args, "mkdocs", "mkdocs.yml"))
+    return Settings(tuple(args.input) if args.input else None, int(args.memory_budget * 1024**3),
+                    site.get("site_url"), site.get("repo_url"), site.get("site_name", "Model Atlas"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,10 +82,10 @@ def _report(generated) -> None:
 def _run(args) -> int:
     from atlas import pipeline as atlas_build
     from atlas import serialize
-    from atlas.spec import DEFAULT_SPEC
+    from atlas.spec import DEFAULT_SPEC, load
 
     if args.command == "describe":
-        doc = atlas_build.describe(args.spec or DEFAULT_SPEC, args.input, _budget(args))
+        doc = atlas_build.document(load(args.spec or DEFAULT_SPEC), _settings(args))
         if args.json:
             sys.stdout.write(serialize.dumps(serialize.as_dict(doc)))
         else:
@@ -93,7 +96,7 @@ def _run(args) -> int:
             print(f"total {t.parameters:,} (trained {t.trained:,}, frozen {t.frozen:,}); buffers {t.buffers:,}")
         return EXIT_OK
     if args.command == "build":
-        generated, report = atlas_build.build(args.specs, args.docs, args.input, _budget(args))
+        generated, report = atlas_build.build(args.specs, args.docs, _settings(args))
         names = ", ".join(d.name for d in generated.docs)
         _report(generated)
         if not report.written and not report.deleted:
@@ -102,7 +105,7 @@ def _run(args) -> int:
             print(f"atlas: {names}: {len(report.written)} written, {len(report.deleted)} deleted, "
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
-    generated, diffs = atlas_build.check(args.specs, args.docs, args.input, _budget(args))
+    generated, diffs = atlas_build.check(args.specs, args.docs, _settings(args))
     if diffs:
         print(f"atlas: {len(diffs)} generated files differ from {args.docs}/; run `atlas build`:", file=sys.stderr)
         for d in diffs:

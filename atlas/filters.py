@@ -125,7 +125,31 @@ def step_link(cid: str, doc, href) -> str:
     return f"[{md_text(doc.component(cid).name)}]({href(cid)})"
 
 
+def line_range(x) -> str:
+    return f"{x.start}–{x.end}"
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def code_block(x, file: str) -> str:
+    """An excerpt as a highlighted block numbered from its first line, titled with the file and range."""
+    fence = _fence(x.text)
+    name = file.rsplit("/", 1)[-1]
+    return f'{fence}python linenums="{x.start}" title="{name} {x.start}–{x.end}"\n{x.text}\n{fence}'
+
+
+def claim_block(c, file: str) -> str:
+    fence = _fence(c.excerpt)
+    return f'{fence}python linenums="{c.start}"\n{c.excerpt}\n{fence}'
+
+
 FILTERS = {
+    "line_range": line_range,
+    "code_block": code_block,
+    "claim_block": claim_block,
     "step_link": step_link,
     "aligned_line": aligned_line,
     "verification_note": verification_note,

@@ -113,6 +113,39 @@ class Equations:
     aligned: bool = False           # a leaf's lines, shown as one aligned block
     reason: str | None = None       # why they could not be derived: the construct and file:line
     verification: Verification | None = None
+    residuals: int = 0              # own steps of the form x' = x + branch(...)
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    start: int                      # first line, 1-based
+    end: int                        # last line, inclusive
+    text: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a component's class is written, pinned at a revision."""
+
+    file: str                       # "atlas/zoo/ldlm.py", "torch/nn/modules/normalization.py"
+    origin: str                     # "git" (a checkout), "package" (an installed distribution), "file"
+    revision: str | None            # short commit, or the package version
+    label: str                      # how pages name the revision
+    dirty: bool = False             # the file has uncommitted changes
+    url: str | None = None          # the file at that revision, without a line anchor
+    excerpts: tuple[Excerpt, ...] = ()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence the atlas established, the lines it comes from, and the check behind it."""
+
+    text: str
+    check: str                      # "accounting", "equations verified", "shape probes", "structure"
+    file: str
+    start: int
+    end: int
+    excerpt: str
 
 
 @dataclass(frozen=True)
@@ -135,6 +168,9 @@ class Component:
     name_is_prose: bool = True      # "Encoder block" (prose) vs "TransformerEncoderLayer" (a class name)
     shapes: Shapes | None = None
     equations: Equations | None = None
+    source: Source | None = None
+    claims: tuple[Claim, ...] = ()
+    explanation: tuple[str, ...] = ()
 
     @property
     def parameters_total(self) -> int:

@@ -35,3 +35,13 @@ def json_path(doc: ModelDoc) -> str:
 def link(from_page: str, to_page: str) -> str:
     """Relative Markdown link between two docs-relative page paths."""
     return posixpath.relpath(to_page, posixpath.dirname(from_page) or ".")
+
+
+def data_path(doc: ModelDoc, comp: Component) -> str:
+    """The component's JSON: `index.json` under its page's URL, so data and page share a permalink."""
+    return url(doc, comp) + "index.json"
+
+
+def permalink(doc: ModelDoc, comp: Component, site_url: str | None) -> str:
+    path = url(doc, comp)
+    return f"{site_url.rstrip('/')}/{path}" if site_url else f"/{path}"

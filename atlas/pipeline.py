@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlas import render, shapes, site
+from atlas import provenance, render, shapes, site
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
@@ -53,15 +53,27 @@ class Generated:
                    if c.shapes is not None and c.shapes.status is ShapeStatus.NOT_DERIVED)
 
 
-def document(loaded, inputs: list[str] | None = None, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> ModelDoc:
-    """walk -> shapes -> equations, for one loaded model."""
-    doc = shapes.derive(loaded.model, walk(loaded), inputs)
-    return enrich(loaded.model, doc, budget_bytes)
+@dataclass(frozen=True)
+class Settings:
+    """Options of one build: the CLI's flags, or the mkdocs plugin's config."""
+
+    inputs: tuple[str, ...] | None = None
+    budget_bytes: int = DEFAULT_BUDGET_BYTES
+    site_url: str | None = None         # permalinks are absolute when the site's URL is known
+    repo_url: str | None = None         # links to model code at its commit
+    site_name: str = "Model Atlas"
+
+
+def document(loaded, settings: Settings = Settings()) -> ModelDoc:
+    """walk -> shapes -> equations -> provenance, for one loaded model."""
+    doc = shapes.derive(loaded.model, walk(loaded), list(settings.inputs) if settings.inputs else None)
+    doc = enrich(loaded.model, doc, settings.budget_bytes)
+    return provenance.enrich(loaded.model, doc, settings.repo_url)
 
 
 def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None,
              budget_bytes: int = DEFAULT_BUDGET_BYTES) -> ModelDoc:
-    return document(load(spec), inputs, budget_bytes)
+    return document(load(spec), Settings(tuple(inputs) if inputs else None, budget_bytes))
 
 
 def _sources(model) -> set[str]:
@@ -75,8 +87,7 @@ def _sources(model) -> set[str]:
     return files
 
 
-def generate(specs: list[str] | None = None, inputs: list[str] | None = None,
-             budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Generated:
+def generate(specs: list[str] | None = None, settings: Settings = Settings()) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched."""
     specs = list(specs or [DEFAULT_SPEC])
     docs, files, sources = [], {}, set()
@@ -84,23 +95,36 @@ def generate(specs: list[str] | None = None, inputs: list[str] | None = None,
     for spec in specs:
         loaded = load(spec)
         sources |= _sources(loaded.model)
-        doc = document(loaded, inputs, budget_bytes)
+        doc = document(loaded, settings)
         log.info("%s: %d components, %d parameters", doc.name, len(doc.components), doc.totals.parameters)
         if any(d.slug == doc.slug for d in docs):
             raise site.AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
         docs.append(doc)
-        files.update(render.render(doc, env))
+        files.update(render.render(doc, env, settings.site_url, settings.site_name))
     return Generated(docs, files, sorted(sources))
 
 
-def build(specs: list[str] | None = None, docs_dir: str | Path = "docs", inputs: list[str] | None = None,
-          budget_bytes: int = DEFAULT_BUDGET_BYTES) -> tuple[Generated, site.SyncReport]:
-    generated = generate(specs, inputs, budget_bytes)
+def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
+          settings: Settings = Settings()) -> tuple[Generated, site.SyncReport]:
+    generated = generate(specs, settings)
     report = site.sync(Path(docs_dir), generated.files, generated.folders)
     return generated, report
 
 
-def check(specs: list[str] | None = None, docs_dir: str | Path = "docs", inputs: list[str] | None = None,
-          budget_bytes: int = DEFAULT_BUDGET_BYTES) -> tuple[Generated, list[site.Difference]]:
-    generated = generate(specs, inputs, budget_bytes)
+def check(specs: list[str] | None = None, docs_dir: str | Path = "docs",
+          settings: Settings = Settings()) -> tuple[Generated, list[site.Difference]]:
+    generated = generate(specs, settings)
     return generated, site.compare(Path(docs_dir), generated.files, generated.folders)
+
+
+def mkdocs_settings(path: str | Path = "mkdocs.yml") -> dict:
+    """site_url, repo_url and site_name from an mkdocs.yml, read as plain `key: value` lines."""
+    import re
+    out = {}
+    file = Path(path)
+    if file.is_file():
+        for key in ("site_url", "repo_url", "site_name"):
+            m = re.search(rf"^{key}:\s*(\S.*?)\s*$", file.read_text(), re.M)
+            if m:
+                out[key] = m.group(1).strip("'\"")
+    return out

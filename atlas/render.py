@@ -32,11 +32,38 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
     return env
 
 
-def component_context(doc: ModelDoc, comp) -> dict:
+def citation(doc: ModelDoc, comp, permalink: str, site_name: str) -> tuple[str, str, str]:
+    """(key, BibTeX, plain text): model, component, site and the model code's revision."""
+    key = "atlas-" + "-".join([doc.slug, *paths.segments(comp.id)]).replace("_", "-").replace(",", "-")
+    root = doc.root.source
+    revision = f"{root.file}, {root.label}" if root else "revision unknown"
+    title = f"{doc.name} · {comp.name}" if comp.id else doc.name
+    bib = "\n".join([
+        f"@misc{{{key},",
+        f"  title        = {{{{{title}}}}},",
+        f"  author       = {{{{{site_name}}}}},",
+        f"  howpublished = {{\\url{{{permalink}}}}},",
+        f"  note         = {{Component {comp.id or '(model)'} of {doc.name}, {comp.cls}; generated from {revision}}}",
+        "}",
+    ])
+    text = f"{site_name}. “{title}”. Component {comp.id or '(model)'} of {doc.name}. Generated from {revision}. {permalink}"
+    return key, bib, text
+
+
+def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_name: str = "Model Atlas") -> dict:
     rows = pages.table_rows(doc, comp, repeat_label, thousands, calculation)
     here = paths.page_path(doc, comp)
     recon = pages.in_reconstruction(doc, comp)
+    permalink = paths.permalink(doc, comp, site_url)
+    key, bib, text = citation(doc, comp, permalink, site_name)
     return {
+        "permalink": permalink,
+        "self_href": here.rsplit("/", 1)[-1],
+        "data_href": paths.link(here, paths.data_path(doc, comp)),
+        "cite_key": key,
+        "cite_bibtex": bib,
+        "cite_text": text,
+        "site_name": site_name,
         "doc": doc,
         "comp": comp,
         "crumbs": pages.crumbs(doc, comp, repeat_label),
@@ -65,7 +92,8 @@ def model_context(doc: ModelDoc) -> dict:
     }
 
 
-def render(doc: ModelDoc, env: jinja2.Environment | None = None) -> dict[str, str]:
+def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str | None = None,
+           site_name: str = "Model Atlas") -> dict[str, str]:
     env = env or environment()
     files: dict[str, str] = {}
     component_t = env.get_template("component.md.j2")
@@ -74,11 +102,13 @@ def render(doc: ModelDoc, env: jinja2.Environment | None = None) -> dict[str, st
         path = paths.page_path(doc, comp)
         if path in files:
             raise ValueError(f"two components map to the page {path}")
-        context = component_context(doc, comp)
+        context = component_context(doc, comp, site_url, site_name)
         if comp.id:
             files[path] = component_t.render(**context)
         else:
             files[path] = model_t.render({**context, **model_context(doc)})
+        files[paths.data_path(doc, comp)] = serialize.dumps(
+            serialize.component_page(doc, comp, paths.permalink(doc, comp, site_url)))
     files[paths.json_path(doc)] = serialize.dumps(serialize.as_dict(doc))
     return files
 

@@ -10,8 +10,8 @@ import json
 from dataclasses import fields
 
 from atlas.filters import calculation
-from atlas.model import (BufferRow, Component, Dim, DimNames, EquationStatus, Equations, ModelDoc, ParamRow,
-                         Published, Shapes, ShapeStatus, Step, TensorShape, Totals, Verification)
+from atlas.model import (BufferRow, Claim, Component, Dim, DimNames, EquationStatus, Equations, Excerpt, ModelDoc,
+                         ParamRow, Published, Shapes, ShapeStatus, Source, Step, TensorShape, Totals, Verification)
 
 SCHEMA_VERSION = 1
 
@@ -73,7 +73,21 @@ def component_dict(c: Component) -> dict:
         "shapes": None if s is None else {"status": s.status.value, "method": s.method, "reason": s.reason},
         "equations": equations_dict(c.equations),
         "verification": verification_dict(c.equations),
+        "source": None if c.source is None else {
+            "file": c.source.file, "origin": c.source.origin, "revision": c.source.revision, "label": c.source.label,
+            "dirty": c.source.dirty, "url": c.source.url,
+            "excerpts": [{"start": x.start, "end": x.end, "text": x.text} for x in c.source.excerpts],
+        },
+        "claims": [{"text": x.text, "check": x.check, "file": x.file, "start": x.start, "end": x.end,
+                    "excerpt": x.excerpt} for x in c.claims],
+        "explanation": list(c.explanation),
     }
+
+
+def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
+    """The JSON published beside a component's page: the component, with its model and permalink."""
+    return {"schema_version": SCHEMA_VERSION, "model": doc.name, "slug": doc.slug, "permalink": permalink,
+            "component": component_dict(comp)}
 
 
 def equations_dict(e: Equations | None):
@@ -85,6 +99,7 @@ def equations_dict(e: Equations | None):
         "steps": [{"tex": st.tex, "section": st.section, "links": list(st.links)} for st in e.steps],
         "aligned": e.aligned,
         "reason": e.reason,
+        "residuals": e.residuals,
     }
 
 
@@ -104,6 +119,7 @@ def equations_from(c: dict) -> Equations | None:
         EquationStatus(e["status"]), tuple(e["summary"]),
         tuple(Step(st["tex"], st["section"], tuple(st["links"])) for st in e["steps"]), e["aligned"], e["reason"],
         None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"]),
+        e["residuals"],
     )
 
 
@@ -150,6 +166,12 @@ def from_dict(data: dict) -> ModelDoc:
                 ShapeStatus(c["shapes"]["status"]), tensors_from(c["inputs"]), tensors_from(c["outputs"]),
                 c["shapes"]["method"], c["shapes"]["reason"]),
             equations=equations_from(c),
+            source=None if c["source"] is None else Source(
+                c["source"]["file"], c["source"]["origin"], c["source"]["revision"], c["source"]["label"],
+                c["source"]["dirty"], c["source"]["url"],
+                tuple(Excerpt(x["start"], x["end"], x["text"]) for x in c["source"]["excerpts"])),
+            claims=tuple(Claim(x["text"], x["check"], x["file"], x["start"], x["end"], x["excerpt"]) for x in c["claims"]),
+            explanation=tuple(c["explanation"]),
         )
 
     t = data["totals"]

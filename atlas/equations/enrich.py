@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from torch import nn
 
-from atlas.equations import leaves, override
+from atlas.equations import leaves, ops, override
 from atlas.equations.derive import derive
 from atlas.equations.leaves import Unsupported
 from atlas.equations.program import Loop, Program
@@ -83,7 +83,29 @@ def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
                          f"max error {check.max_error:.3g} over tolerance {check.tolerance:g}")
     if not check.verified and check.reason and check.reason.startswith("the equations"):
         return Equations(EquationStatus.NOT_DERIVED, reason=check.reason), sentence
-    return Equations(status, summary, steps, is_leaf, None, check), sentence
+    return Equations(status, summary, steps, is_leaf, None, check, _residuals(prog)), sentence
+
+
+def _residuals(prog: Program) -> int:
+    """Own steps x' = x + f(...), where x is an input or an earlier step and f calls a child or a section."""
+    known = set(prog.bindings)
+    count = 0
+    for stmt in prog.stmts:
+        if stmt.section is None and isinstance(stmt.expr, ops.Add):
+            base, branch = stmt.expr.args
+            from_section = any(s.target == branch and s.section for s in prog.stmts)
+            if base in known and (from_section or _calls_child(prog, branch)):
+                count += 1
+        if stmt.target is not None:
+            known.add(stmt.target)
+    return count
+
+
+def _calls_child(prog: Program, expr) -> bool:
+    if not isinstance(expr, sympy.Basic):
+        return False
+    return any(isinstance(n, sympy.Symbol) and getattr(prog.bindings.get(n), "kind", None) == "module"
+               for n in sympy.preorder_traversal(expr))
 
 
 def _is_const(stmt) -> bool:

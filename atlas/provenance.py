@@ -1,0 +1,271 @@
+"""Where each component's code lives: pinned excerpts, claims tied to lines, and a few structural facts.
+
+Line ranges come from `inspect` on the real class, never from typing. Paths are
+shown relative to the git checkout or to site-packages, so no page depends on
+where a machine keeps its files, and nothing depends on the clock.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.metadata
+import inspect
+import subprocess
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from atlas import filters
+from atlas.equations import leaves
+from atlas.model import Claim, Component, Excerpt, ModelDoc, Source
+
+HEADER_LINES = 36                    # a class header and docstring, cut as the seed pages cut it
+TORCH_REPO = "https://github.com/pytorch/pytorch/blob"
+
+
+@functools.lru_cache(maxsize=None)
+def _git(directory: str, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", directory, *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _site_packages(path: Path) -> Path | None:
+    for parent in path.parents:
+        if parent.name in ("site-packages", "dist-packages"):
+            return parent
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def locate(file: str, repo_url: str | None) -> Source:
+    """The display path and revision of a source file."""
+    path = Path(file).resolve()
+    packages = _site_packages(path)
+    if packages is not None:
+        rel = path.relative_to(packages).as_posix()
+        top = rel.split("/", 1)[0]
+        if top == "torch":
+            git = torch.version.git_version
+            return Source(rel, "package", git[:12], f"torch {torch.__version__} ({git[:12]})",
+                          url=f"{TORCH_REPO}/{git}/{rel}")
+        dists = importlib.metadata.packages_distributions().get(top, [top])
+        try:
+            version = importlib.metadata.version(dists[0])
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        return Source(rel, "package", version, f"{dists[0]} {version}" if version else dists[0])
+    top = _git(str(path.parent), "rev-parse", "--show-toplevel")
+    if top:
+        rel = path.relative_to(Path(top).resolve()).as_posix()
+        commit = _git(top, "log", "-1", "--format=%H", "--", rel)
+        dirty = bool(_git(top, "status", "--porcelain", "--", rel))
+        if commit:
+            label = f"commit {commit[:12]}" + (", with uncommitted changes" if dirty else "")
+            url = f"{repo_url.rstrip('/')}/blob/{commit}/{rel}" if repo_url else None
+            return Source(rel, "git", commit[:12], label, dirty, url)
+        return Source(rel, "git", None, "not yet committed", True)
+    return Source(path.name, "file", None, "not under version control")
+
+
+def _class_lines(cls: type) -> tuple[list[str], int, str] | None:
+    try:
+        lines, start = inspect.getsourcelines(cls)
+        return lines, start, inspect.getsourcefile(cls)
+    except (OSError, TypeError):
+        return None
+
+
+def _method_span(cls: type, name: str) -> tuple[int, int] | None:
+    """Lines of a method, from the class that defines it along the MRO, if that class is in the same file."""
+    owner = next((k for k in cls.__mro__ if name in k.__dict__ and k is not nn.Module), None)
+    if owner is None:
+        return None
+    try:
+        if inspect.getsourcefile(owner) != inspect.getsourcefile(cls):
+            return None
+    except TypeError:
+        return None
+    fn = owner.__dict__[name]
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    return start, start + len(lines) - 1
+
+
+def excerpts(cls: type) -> tuple[Excerpt, ...]:
+    """The class header with its docstring, then __init__ through forward."""
+    found = _class_lines(cls)
+    if found is None:
+        return ()
+    lines, start, file = found
+    all_lines = Path(file).read_text().splitlines()
+    header_end = start + min(len(lines), HEADER_LINES) - 1
+    spans = [(start, header_end)]
+    methods = [s for s in (_method_span(cls, "__init__"), _method_span(cls, "forward")) if s]
+    if methods:
+        spans.append((min(s for s, _ in methods), max(e for _, e in methods)))
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return tuple(Excerpt(s, e, "\n".join(all_lines[s - 1:e])) for s, e in merged)
+
+
+def _assignment_lines(cls: type, attr: str) -> tuple[int, int] | None:
+    """Lines in __init__ (along the MRO) that set self.<attr>, or register it."""
+    for klass in type.mro(cls):
+        span = _method_span(klass, "__init__")
+        if span is None:
+            continue
+        try:
+            src = textwrap.dedent(inspect.getsource(klass.__init__))
+        except (OSError, TypeError):
+            continue
+        for node in ast.walk(ast.parse(src)):
+            hit = False
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                hit = any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                          and t.value.id == "self" for t in targets)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("register_parameter", "register_buffer") and node.args and \
+                    isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
+                hit = True
+            if hit:
+                return span[0] + node.lineno - 1, span[0] + node.end_lineno - 1
+    return None
+
+
+def _claim(text: str, check: str, file: str, src_file: str, start: int, end: int) -> Claim:
+    lines = Path(src_file).read_text().splitlines()[start - 1:end]
+    return Claim(text, check, file, start, end, "\n".join(lines))
+
+
+HYPER = {"eps": "epsilon", "p": "dropout probability", "approximate": "GELU approximation",
+         "softcap": "softcap", "heads": "heads", "head_features": "features per head", "num_heads": "heads",
+         "features": "features", "in_features": "input features", "out_features": "output features",
+         "normalized_shape": "normalized shape", "num_embeddings": "rows", "embedding_dim": "features per row"}
+
+
+def claims_for(module: nn.Module, comp: Component, source: Source) -> tuple[Claim, ...]:
+    cls = type(module)
+    found = _class_lines(cls)
+    if found is None:
+        return ()
+    lines, start, src_file = found
+    out: list[Claim] = []
+    rows = [r for r in comp.rows]
+    if rows:
+        spans = [_assignment_lines(cls, r.name) for r in rows]
+        spans = [s for s in spans if s]
+        if spans:
+            a, b = min(s for s, _ in spans), max(e for _, e in spans)
+            owned = " and ".join(f"{r.label.lower()} ({filters.calculation(r.factors)})" for r in rows)
+            out.append(_claim(
+                f"{comp.name} owns its {owned}: {filters.thousands(comp.own_parameters)} parameters per instance.",
+                "accounting", source.file, src_file, a, b))
+    e = comp.equations
+    verified = e is not None and e.verification is not None and e.verification.verified
+    values = []
+    for attr, what in HYPER.items():
+        value = getattr(module, attr, None)
+        span = _assignment_lines(cls, attr)
+        if value is None or span is None or isinstance(value, (nn.Module, torch.Tensor)):
+            continue
+        values.append((what, value, span))
+    if values and verified:
+        a, b = min(s[0] for *_, s in values), max(s[1] for *_, s in values)
+        text = ", ".join(f"{what} {_show(value)}" for what, value, _ in values)
+        out.append(_claim(f"Configured with {text}; the equations above use these values and reproduce forward().",
+                          "equations verified", source.file, src_file, a, b))
+    span = _method_span(cls, "forward")
+    if verified and span and leaves.builder_for(module) is None:
+        out.append(_claim(
+            f"forward() computes the {len(e.steps)} steps shown above, checked against it on random inputs "
+            f"(max error within {e.verification.max_error:.0e}).",
+            "equations verified", source.file, src_file, span[0], span[1]))
+    if comp.shapes is not None and comp.shapes.status.value == "derived" and span:
+        ins = ", ".join(t.name for t in comp.shapes.inputs)
+        outs = ", ".join(t.name for t in comp.shapes.outputs)
+        out.append(_claim(f"forward() takes {ins} and returns {outs}, with the shapes shown above "
+                          f"at every probed input size.", "shape probes", source.file, src_file, span[0], span[1]))
+    if comp.repeat > 1:
+        out.append(_claim(f"The {comp.repeat} instances at this position are structurally identical: same class, "
+                          f"hyper-parameters, parameter shapes and children.", "structure", source.file, src_file,
+                          start, start + min(len(lines), HEADER_LINES) - 1))
+    return tuple(out)
+
+
+def _show(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple) and len(value) == 1:
+        return str(value[0])
+    return str(value)
+
+
+def explanation(doc: ModelDoc, comp: Component) -> tuple[str, ...]:
+    """Structural facts read off the code and the derived steps."""
+    facts = []
+    e = comp.equations
+    if e is None or not e.steps or not comp.children:
+        return ()
+    children = [doc.component(c) for c in comp.children]
+    norms = [c for c in children if _is_norm(c)]
+    inner = [c for c in children if not _is_norm(c) and any(_is_norm(d) for d in _descendants(doc, c))]
+    if norms:
+        facts.append(f"It normalizes with its own {', '.join(c.name for c in norms)}.")
+    elif inner:
+        facts.append(f"It has no normalization of its own: normalization happens inside "
+                     f"{' and '.join(c.name for c in inner)}.")
+    sections = []
+    for s in e.steps:
+        if s.section and s.section not in sections:
+            sections.append(s.section)
+    if sections:
+        facts.append(f"Its steps run through {', then '.join(sections)}, in that order.")
+    if e.residuals:
+        facts.append(f"{e.residuals} of its own steps add a branch's result back onto the value it started "
+                     f"from: {'residual connections' if e.residuals > 1 else 'a residual connection'}.")
+    return tuple(facts)
+
+
+def _is_norm(comp: Component) -> bool:
+    e = comp.equations
+    text = " ".join(s.tex for s in e.steps) if e and e.steps else ""
+    torch_norm = comp.cls.startswith("torch.nn.modules.normalization.") or comp.cls.startswith("torch.nn.modules.batchnorm.")
+    return torch_norm or (not comp.children and (r"\lVert" in text or r"\sqrt{\sigma" in text))
+
+
+def _descendants(doc: ModelDoc, comp: Component):
+    for cid in comp.children:
+        child = doc.component(cid)
+        yield child
+        yield from _descendants(doc, child)
+
+
+def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> ModelDoc:
+    out = []
+    for comp in doc.components:
+        module = model.get_submodule(comp.module_paths[0])
+        found = _class_lines(type(module))
+        if found is None:
+            out.append(comp)
+            continue
+        source = replace(locate(found[2], repo_url), excerpts=excerpts(type(module)))
+        comp = replace(comp, source=source)
+        comp = replace(comp, claims=claims_for(module, comp, source))
+        out.append(comp)
+    doc = replace(doc, components=tuple(out))
+    return replace(doc, components=tuple(replace(c, explanation=explanation(doc, c)) for c in doc.components))
+

@@ -1,0 +1,125 @@
+"""Provenance and citation: excerpts from inspect, pinned revisions, claims with checks, stable permalinks."""
+
+import inspect
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import torch
+from torch import nn
+
+from atlas import paths, serialize
+from atlas.cli import main
+from atlas.zoo import ldlm
+from conftest import ROOT
+
+SCHEMA = json.loads((ROOT / "atlas" / "schema" / "model.schema.json").read_text())
+
+
+def test_excerpts_are_the_files_lines(ldlm_doc):
+    for comp in ldlm_doc.components:
+        src = comp.source
+        assert src is not None and src.excerpts, comp.id
+        if src.origin == "package":
+            base = Path(torch.__file__).resolve().parent.parent
+        else:
+            base = ROOT
+        lines = (base / src.file).read_text().splitlines()
+        for x in src.excerpts:
+            assert x.text == "\n".join(lines[x.start - 1:x.end]), (comp.id, x.start)
+
+
+def test_line_ranges_match_inspect(ldlm_doc):
+    ln = ldlm_doc.component("latent_encoder.blocks.mlp.layer_norm").source
+    _, start = inspect.getsourcelines(nn.LayerNorm)
+    assert ln.excerpts[0].start == start
+    init_lines, init_start = inspect.getsourcelines(nn.LayerNorm.__init__)
+    fwd_lines, fwd_start = inspect.getsourcelines(nn.LayerNorm.forward)
+    assert (ln.excerpts[1].start, ln.excerpts[1].end) == (init_start, fwd_start + len(fwd_lines) - 1)
+    attn = ldlm_doc.component("latent_encoder.blocks.attn").source
+    lines, start = inspect.getsourcelines(ldlm.PerceiverAttention)
+    assert (attn.excerpts[0].start, attn.excerpts[-1].end) == (start, start + len(lines) - 1)
+    assert attn.file == "atlas/zoo/ldlm.py" and attn.origin == "git" and len(attn.revision) == 12
+
+
+def test_torch_links_carry_git_version(ldlm_doc, ldlm_files):
+    src = ldlm_doc.component("latent_encoder.blocks.mlp.layer_norm").source
+    assert src.file == "torch/nn/modules/normalization.py"
+    assert torch.version.git_version in src.url and src.url.startswith("https://github.com/pytorch/pytorch/blob/")
+    assert torch.__version__ in src.label
+    page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
+    assert f"{torch.version.git_version}/torch/nn/modules/normalization.py#L{src.excerpts[0].start}-L" in page
+
+
+def test_every_claim_has_code_and_a_check(ldlm_doc, ldlm_files):
+    checks = {"accounting", "equations verified", "shape probes", "structure"}
+    total = 0
+    for comp in ldlm_doc.components:
+        for c in comp.claims:
+            assert c.check in checks and c.file and 1 <= c.start <= c.end and c.excerpt.strip()
+            total += 1
+        page = ldlm_files[paths.page_path(ldlm_doc, comp)]
+        assert page.count('??? example "Read code excerpt"') == len(comp.claims)
+    assert total > 150
+    ln = ldlm_doc.component("latent_encoder.blocks.mlp.layer_norm")
+    assert "learned gain (768) and learned bias (768): 1,536 parameters per instance" in ln.claims[0].text
+    assert any("epsilon 1e-05" in c.text and c.check == "equations verified" for c in ln.claims)
+
+
+def test_explanation_of_the_block(ldlm_doc, ldlm_files):
+    facts = " ".join(ldlm_doc.component("latent_encoder.blocks").explanation)
+    assert "no normalization of its own: normalization happens inside Perceiver attention and MLP" in facts
+    assert "2 of its own steps add a branch's result back" in facts
+    assert "## Explanation" in ldlm_files["ldlm/latent_encoder/blocks/index.md"]
+
+
+def test_cite_this_page(ldlm_files):
+    page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
+    assert "## Cite this page" in page
+    assert "@misc{atlas-ldlm-latent-encoder-blocks-mlp-layer-norm," in page
+    assert "/ldlm/latent_encoder/blocks/mlp/layer_norm/" in page
+    assert "atlas/zoo/ldlm.py, commit " in page
+
+
+def test_component_json_validates(ldlm_doc, ldlm_files):
+    page_schema = {"$schema": SCHEMA["$schema"], "$defs": SCHEMA["$defs"], "$ref": "#/$defs/componentPage"}
+    for comp in ldlm_doc.components:
+        data = json.loads(ldlm_files[paths.data_path(ldlm_doc, comp)])
+        jsonschema.validate(data, page_schema)
+        assert data["component"]["id"] == comp.id
+    assert len([f for f in ldlm_files if f.endswith("index.json")]) == len(ldlm_doc.components)
+
+
+def _build(model: Path, docs: Path):
+    assert main(["build", f"{model}:ldlm", "--docs", str(docs), "--memory-budget", "0.1"]) == 0
+
+
+def test_permalinks_stable_after_unrelated_edit(tmp_path, capsys):
+    model = tmp_path / "m.py"
+    shutil.copy(ROOT / "atlas" / "zoo" / "ldlm.py", model)
+    docs = tmp_path / "docs"
+    _build(model, docs)
+    before = sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*.md"))
+    ln = (docs / "ldlm/latent_encoder/blocks/mlp/layer_norm.md").read_text()
+    text = model.read_text().replace('"""Sinusoidal features of the diffusion time', '"""Sine and cosine features of the diffusion time')
+    model.write_text(text)
+    _build(model, docs)
+    assert sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*.md")) == before
+    after = (docs / "ldlm/latent_encoder/blocks/mlp/layer_norm.md").read_text()
+    permalink = "Permalink: [/ldlm/latent_encoder/blocks/mlp/layer_norm/](layer_norm.md)"
+    assert permalink in ln and permalink in after
+
+
+def test_check_fails_when_only_line_ranges_move(tmp_path, capsys):
+    model = tmp_path / "m.py"
+    shutil.copy(ROOT / "atlas" / "zoo" / "ldlm.py", model)
+    docs = tmp_path / "docs"
+    _build(model, docs)
+    model.write_text(model.read_text().replace("\nclass MLP(nn.Module):", "\n\nclass MLP(nn.Module):"))
+    assert main(["check", f"{model}:ldlm", "--docs", str(docs), "--memory-budget", "0.1"]) == 1
+    assert "stale: ldlm/latent_encoder/blocks/mlp/index.md" in capsys.readouterr().err
+
+
+def test_round_trip_with_provenance(ldlm_doc):
+    assert serialize.loads(serialize.dumps(serialize.as_dict(ldlm_doc))) == ldlm_doc
