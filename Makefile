@@ -1,8 +1,12 @@
-# Two entry points: `make site` and `make test`. Each does its own set-up on a fresh machine.
+# Two entry points: `make site` and `make test`. Each does its own set-up on a fresh machine:
+# a virtualenv with the CPU build of torch pinned, KaTeX from the npm registry (npm ci), and for
+# the browser tests Debian's chromium (apt-get, as root). Playwright never downloads a browser.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+NODE_STAMP := node_modules/.package-lock.json
+CHROMIUM := /usr/bin/chromium
 export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: site serve test setup clean
@@ -12,17 +16,23 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
 	touch $@
 
-setup: $(STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
 
-site: $(STAMP)
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+
+setup: $(STAMP) $(NODE_STAMP)
+
+site: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/mkdocs build --strict
 	@echo "Site built in $(CURDIR)/site. Serve it with: make serve (http://127.0.0.1:8000/)"
 
-serve: $(STAMP)
+serve: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP) $(CHROMIUM)
 	$(PY) -m pytest
 
 clean:
-	rm -rf site .pytest_cache
+	rm -rf site .pytest_cache test-artifacts

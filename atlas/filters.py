@@ -146,7 +146,35 @@ def claim_block(c, file: str) -> str:
     return f'{fence}python linenums="{c.start}"\n{c.excerpt}\n{fence}'
 
 
+def streams_in(tex: str) -> list[str]:
+    """The attention streams an equation text marks, in q, k, v order."""
+    return [s for s in "qkv" if f"atlas-stream-{s}" in tex]
+
+
+def _html(text) -> str:
+    import html
+    return html.escape(str(text), quote=True)
+
+
+def tree_item(node, trained_total: int) -> str:
+    """One node of the overview's explorable tree, as nested HTML (composites fold open)."""
+    c = node.comp
+    percent = f"{100 * node.share:.1f}%"
+    line = (f'<span class="atlas-node"><a href="{_html(node.href)}">{_html(repeat_label(c))}</a>'
+            f"<code>{_html(c.cls.rsplit('.', 1)[-1])}</code><span>×{c.instances}</span>"
+            f"<span>{thousands(c.parameters_per_instance)} each · {thousands(c.parameters_total)}</span>"
+            f'<span class="atlas-bar" title="{percent} of the trained parameters">'
+            f'<span style="width:{percent}"></span></span><span>{percent}</span></span>')
+    if not node.children:
+        return f"<li>{line}</li>"
+    inner = "".join(tree_item(ch, trained_total) for ch in node.children)
+    open_attr = " open" if c.id.count(".") < 1 else ""
+    return f"<li><details{open_attr}><summary>{line}</summary><ul>{inner}</ul></details></li>"
+
+
 FILTERS = {
+    "tree_item": tree_item,
+    "streams_in": streams_in,
     "line_range": line_range,
     "code_block": code_block,
     "claim_block": claim_block,

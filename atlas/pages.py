@@ -129,3 +129,26 @@ def in_reconstruction(doc: ModelDoc, comp: Component) -> Component | None:
         if c.reconstruction:
             return c
     return None
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    comp: Component
+    href: str                   # a directory URL relative to the model page
+    trained: int                # trained parameters at this position, all instances, each tensor once
+    share: float                # of the model's trained parameters, 0..1
+    children: tuple             # TreeNode, ...
+
+
+def trained_total(doc: ModelDoc, comp: Component) -> int:
+    return sum(r.count * c.instances for c in subtree(doc, comp) for r in c.rows if r.counted and r.trained)
+
+
+def tree(doc: ModelDoc, href) -> TreeNode:
+    total = max(doc.totals.trained, 1)
+
+    def node(comp: Component) -> TreeNode:
+        trained = trained_total(doc, comp)
+        return TreeNode(comp, href(comp), trained, trained / total, tuple(node(doc.component(c)) for c in comp.children))
+
+    return node(doc.root)

@@ -45,3 +45,8 @@ def data_path(doc: ModelDoc, comp: Component) -> str:
 def permalink(doc: ModelDoc, comp: Component, site_url: str | None) -> str:
     path = url(doc, comp)
     return f"{site_url.rstrip('/')}/{path}" if site_url else f"/{path}"
+
+
+def url_link(doc: ModelDoc, from_comp: Component, to_comp: Component) -> str:
+    """A link inside raw HTML (which mkdocs does not rewrite): directory URL to directory URL."""
+    return posixpath.relpath(url(doc, to_comp), url(doc, from_comp)) + "/"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-from atlas import pages, paths, serialize
+from atlas import diagram, pages, paths, serialize
 from atlas.filters import FILTERS, calculation, repeat_label, thousands
 from atlas.model import ModelDoc
 
@@ -88,6 +88,8 @@ def model_context(doc: ModelDoc) -> dict:
         "frozen_parts": pages.frozen_parts(doc),
         "reconstructions": pages.reconstructions(doc),
         "tree": [(c, len(doc.ancestors(c.id)), paths.link(here, paths.page_path(doc, c))) for c in doc.components[1:]],
+        "explorer": pages.tree(doc, lambda c: paths.url_link(doc, doc.root, c)),
+        "diagram": diagram.svg(doc, lambda c: paths.url_link(doc, doc.root, c)),
         "href": lambda c: paths.link(here, paths.page_path(doc, c)),
     }
 

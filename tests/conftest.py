@@ -26,3 +26,19 @@ def ldlm_doc():
 def ldlm_files(ldlm_doc):
     from atlas import render
     return render.render(ldlm_doc)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """One real `mkdocs build --strict` of the repository's config, in a temporary copy."""
+    import shutil
+    import subprocess
+    work = tmp_path_factory.mktemp("site-src")
+    shutil.copytree(ROOT / "docs", work / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", work / "mkdocs.yml")
+    (work / "node_modules").symlink_to(ROOT / "node_modules")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=work,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work / "site", proc.stderr

@@ -5,23 +5,43 @@ import shutil
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import FIXTURES, ROOT
 
 
-def test_mkdocs_build_strict(tmp_path):
-    work = tmp_path / "site-src"
-    shutil.copytree(ROOT / "docs", work / "docs")
-    shutil.copy(ROOT / "mkdocs.yml", work / "mkdocs.yml")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=work,
-                          capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    site = work / "site"
+def test_mkdocs_build_strict(built_site):
+    site, log = built_site
     page = (site / "ldlm" / "latent_encoder" / "blocks" / "mlp" / "layer_norm" / "index.html").read_text()
     assert "9,216" in page and "Learned gain" in page
     assert (site / "ldlm" / "atlas.json").is_file()
+    assert (site / "ldlm" / "latent_encoder" / "blocks" / "mlp" / "layer_norm" / "index.json").is_file()
+    # math is rendered at build time; KaTeX's CSS and fonts ship with the site, not the repository
+    assert 'class="katex"' in page and "katex-error" not in page
+    assert (site / "assets" / "katex" / "katex.min.css").is_file()
+    assert list((site / "assets" / "katex" / "fonts").glob("*.woff2"))
     # the plugin regenerated nothing: the committed pages are current
-    assert "0 pages written, 0 deleted" in proc.stderr
+    assert "0 pages written, 0 deleted" in log
+
+
+def test_page_weight(built_site):
+    site, _ = built_site
+    pages = list(site.rglob("*.html"))
+    heaviest = max(pages, key=lambda p: p.stat().st_size)
+    assert heaviest.stat().st_size < 200 * 1024, heaviest
+    total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    assert total < 30 * 1024 * 1024
+
+
+def test_latex_error_fails_the_build(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Broken\n\n$$\n\\frac{1}{\n$$\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\ntheme:\n  name: material\nplugins:\n  - atlas:\n      models: [{spec: '" + str(FIXTURES) + ":two_layer_mlp'}]\n"
+        "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: true\n")
+    (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode != 0
+    assert "index.md: LaTeX error in `\\frac{1}{`" in proc.stderr
 
 
 def test_committed_docs_are_current():

@@ -56,7 +56,7 @@ def _links(prog: Program, stmt, base: str, by_path: dict[str, str], module: nn.M
 def _tex(prog: Program, stmt) -> str:
     if isinstance(stmt.expr, Loop):
         return stmt.lhs
-    lhs = stmt.lhs or prog.names[stmt.target]
+    lhs = stmt.lhs or ops.symbol_tex(prog.names[stmt.target])
     return f"{lhs} = {prog.tex(stmt.expr)}"
 
 

@@ -490,13 +490,42 @@ class AtlasPrinter(LatexPrinter):
 
     def _print_Symbol(self, expr, style="plain"):
         names = self._settings["names"]
-        return names[expr] if expr in names else super()._print_Symbol(expr, style)
+        tex = names[expr] if expr in names else super()._print_Symbol(expr, style)
+        return symbol_tex(tex)
 
     def _print_Float(self, expr):
         return number_tex(float(expr))
 
     def _print_Integer(self, expr):
         return str(int(expr))
+
+
+def symbol_tex(tex: str) -> str:
+    """A symbol marked with a key of its own, so the site can highlight every occurrence of it."""
+    import hashlib
+    key = "s" + hashlib.sha1(tex.encode()).hexdigest()[:8]
+    return r"\htmlData{sym=" + key + "}{" + tex + "}"
+
+
+def plain_tex(tex: str, keep_streams: bool = True) -> str:
+    """The LaTeX without symbol keys (and without stream classes unless kept): what a reader sees."""
+    out, i = [], 0
+    heads = ["\\htmlData{"] + ([] if keep_streams else ["\\htmlClass{"])
+    while i < len(tex):
+        head = next((h for h in heads if tex.startswith(h, i)), None)
+        if head is None:
+            out.append(tex[i])
+            i += 1
+            continue
+        i = tex.index("}", i + len(head)) + 1          # skip the key or class
+        if i < len(tex) and tex[i] == "{":               # unwrap the body: keep it, drop its braces
+            depth, j = 1, i + 1
+            while depth:
+                depth += {"{": 1, "}": -1}.get(tex[j], 0)
+                j += 1
+            out.append(plain_tex(tex[i + 1:j - 1], keep_streams))
+            i = j
+    return "".join(out)
 
 
 def number_tex(x: float) -> str:
