@@ -8,6 +8,7 @@ de-duplicates the same way, while `state_dict()` and `remove_duplicate=False` do
 from __future__ import annotations
 
 from torch import nn
+from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
 from atlas.errors import AtlasError
 from atlas.model import BufferRow, ModelDoc, ParamRow, Totals
@@ -63,6 +64,19 @@ def marker(owners: dict[int, list[str]], path: str, name: str, p: nn.Parameter) 
     return "own" if first == _join(path, name) else first
 
 
+def is_lazy(t) -> bool:
+    """A lazy module's parameter or buffer, whose shape is known only after a first forward."""
+    return isinstance(t, (UninitializedParameter, UninitializedBuffer))
+
+
+def numel(t) -> int:
+    return 0 if is_lazy(t) else int(t.numel())
+
+
+def shape_of(t) -> tuple[int, ...]:
+    return () if is_lazy(t) else tuple(int(s) for s in t.shape)
+
+
 def param_rows(module: nn.Module, path: str, owners: dict[int, list[str]]) -> tuple[ParamRow, ...]:
     rows = []
     for name, p in module._parameters.items():
@@ -70,13 +84,14 @@ def param_rows(module: nn.Module, path: str, owners: dict[int, list[str]]) -> tu
             continue
         here = _join(path, name)
         holders = owners[id(p)]
-        shape = tuple(int(s) for s in p.shape)
+        shape = shape_of(p)
         rows.append(ParamRow(
             name=name,
-            label=label(module, name),
+            label=label(module, name) + (" (uninitialized: a lazy module's size is set by its first forward)"
+                                         if is_lazy(p) else ""),
             shape=shape,
             factors=factors(module, name, shape),
-            count=int(p.numel()),
+            count=numel(p),
             trained=bool(p.requires_grad),
             counted=holders[0] == here,
             shared_with=tuple(h for h in holders if h != here),
@@ -88,9 +103,9 @@ def buffer_rows(module: nn.Module) -> tuple[BufferRow, ...]:
     return tuple(
         BufferRow(
             name=name,
-            shape=tuple(int(s) for s in b.shape),
+            shape=shape_of(b),
             dtype=str(b.dtype).removeprefix("torch."),
-            count=int(b.numel()),
+            count=numel(b),
             persistent=name not in module._non_persistent_buffers_set,
         )
         for name, b in module._buffers.items()
@@ -100,19 +115,19 @@ def buffer_rows(module: nn.Module) -> tuple[BufferRow, ...]:
 
 def unique_numel(module: nn.Module) -> int:
     """Elements of the distinct tensors a module holds, itself and its children included."""
-    return sum(int(p.numel()) for p in module.parameters())
+    return sum(numel(p) for p in module.parameters())
 
 
 def totals(model: nn.Module) -> Totals:
     params = list(model.parameters())          # distinct tensors, by identity
     buffers = list(model.buffers())
-    trained = sum(int(p.numel()) for p in params if p.requires_grad)
-    frozen = sum(int(p.numel()) for p in params if not p.requires_grad)
+    trained = sum(numel(p) for p in params if p.requires_grad)
+    frozen = sum(numel(p) for p in params if not p.requires_grad)
     return Totals(
         parameters=trained + frozen,
         trained=trained,
         frozen=frozen,
-        buffers=sum(int(b.numel()) for b in buffers),
+        buffers=sum(numel(b) for b in buffers),
         buffer_tensors=len(buffers),
     )
 

@@ -172,7 +172,14 @@ def tree_item(node, trained_total: int) -> str:
     return f"<li><details{open_attr}><summary>{line}</summary><ul>{inner}</ul></details></li>"
 
 
+def title_text(text: str) -> str:
+    """A page title for front matter: the theme puts it into <title> and the header unescaped."""
+    import html
+    return html.escape(str(text), quote=False).replace('"', "'")
+
+
 FILTERS = {
+    "title_text": title_text,
     "tree_item": tree_item,
     "streams_in": streams_in,
     "line_range": line_range,

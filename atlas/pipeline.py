@@ -66,6 +66,7 @@ class Settings:
 
 def document(loaded, settings: Settings = Settings()) -> ModelDoc:
     """walk -> shapes -> equations -> provenance, for one loaded model."""
+    shapes.materialize_lazy(loaded.model, list(settings.inputs) if settings.inputs else None)
     doc = shapes.derive(loaded.model, walk(loaded), list(settings.inputs) if settings.inputs else None)
     doc = enrich(loaded.model, doc, settings.budget_bytes)
     return provenance.enrich(loaded.model, doc, settings.repo_url)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 from pathlib import Path
 
@@ -120,7 +121,7 @@ def nav(doc: ModelDoc) -> list:
 
     def entry(comp):
         page = paths.page_path(doc, comp)
-        title = repeat_label(comp)
+        title = html.escape(repeat_label(comp))     # the theme puts nav titles into HTML as they are
         if not comp.children:
             return {title: page}
         return {title: [page, *(entry(doc.component(c)) for c in comp.children)]}

@@ -185,6 +185,25 @@ def _cpu_copy(model: nn.Module) -> nn.Module:
     return cpu
 
 
+def materialize_lazy(model: nn.Module, declared: list[str] | None) -> bool:
+    """Lazy modules learn their sizes from a first forward: run one on the meta device, when inputs are known.
+    Without inputs, their parameters stay uninitialized, are counted as 0 and say so on their pages."""
+    from atlas.accounting import is_lazy
+    if not any(is_lazy(p) for p in model.parameters()) and not any(is_lazy(b) for b in model.buffers()):
+        return False
+    texts = list(declared or getattr(model, "atlas_inputs", None) or ())
+    if not texts:
+        return False
+    vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
+    specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
+    try:
+        capture(model, example_inputs(specs, {s: PROBE_VALUES[i][0] for i, s in enumerate(symbols)}, "meta"))
+    except Exception as exc:  # the pages say the parameters are uninitialized; the build goes on
+        log.warning("lazy modules could not be initialized on the meta device: %s", where(exc))
+        return False
+    return True
+
+
 def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
            budget_bytes: int = DEFAULT_BUDGET_BYTES) -> ModelDoc:
     """Return the doc with shapes on every component."""

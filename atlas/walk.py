@@ -50,9 +50,9 @@ class _Walker:
             qualname(type(module)),
             str(getattr(module, "atlas_name", "")),
             _extra_repr(module),
-            [(n, tuple(p.shape), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
+            [(n, accounting.shape_of(p), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
              for n, p in module._parameters.items() if p is not None],
-            [(n, tuple(b.shape), str(b.dtype)) for n, b in module._buffers.items() if b is not None],
+            [(n, accounting.shape_of(b), str(b.dtype)) for n, b in module._buffers.items() if b is not None],
             [(k, self.signature(_join(path, k), c)) for k, c in children(module)],
         ]
         digest = hashlib.sha1(repr(parts).encode()).hexdigest()
@@ -77,13 +77,13 @@ class _Walker:
 
     def _expand(self, path: str, key: str, segment: str, child: nn.Module, out: list[_Position]) -> None:
         """A transparent container's entries take its place; nested ones are opened too."""
-        if not isinstance(child, _TRANSPARENT):
+        if not _transparent(child):
             out.append(_Position(segment, [key], key.rsplit(".", 1)[-1]))
             return
         groups = self._group(_join(path, key), child)
         for keys in groups:
             seg = segment if len(groups) == 1 else f"{segment}.{names.index_spec(keys)}"
-            if len(keys) == 1 and isinstance(child._modules[keys[0]], _TRANSPARENT):
+            if len(keys) == 1 and _transparent(child._modules[keys[0]]):
                 self._expand(path, f"{key}.{keys[0]}", f"{segment}.{keys[0]}", child._modules[keys[0]], out)
                 continue
             attr = keys[0] if len(keys) == 1 and not keys[0].isdigit() else None
@@ -127,6 +127,12 @@ class _Walker:
         )
         self.components[index] = comp
         return comp
+
+
+def _transparent(module: nn.Module) -> bool:
+    """A ModuleList or ModuleDict that owns no tensors itself (a ParametrizationList owns the originals)."""
+    return (isinstance(module, _TRANSPARENT) and not any(p is not None for p in module._parameters.values())
+            and not any(b is not None for b in module._buffers.values()))
 
 
 def children(module: nn.Module) -> list[tuple[str, nn.Module]]:

@@ -1,0 +1,109 @@
+"""Models that break naive tools: each is documented, marked where something cannot be derived,
+and never crashes the build or leaves a traceback."""
+
+import html
+import os
+import subprocess
+import sys
+
+import pytest
+
+from atlas import accounting, spec, walk
+from atlas.cli import main
+from conftest import ROOT
+
+ROBUST = ROOT / "tests" / "fixtures" / "robust.py"
+
+
+def build(name, tmp_path, capsys):
+    docs = tmp_path / "docs"
+    rc = main(["build", f"{ROBUST}:{name}", "--docs", str(docs)])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "Traceback" not in out.err
+    return docs
+
+
+@pytest.mark.parametrize("name", ["lazy", "lazy_no_inputs", "weight_norm", "spectral", "empty", "buffers", "nasty"])
+def test_documented_without_crash(name, tmp_path, capsys):
+    docs = build(name, tmp_path, capsys)
+    assert list(docs.rglob("index.md"))
+
+
+@pytest.mark.parametrize("name", ["weight_norm", "spectral", "empty", "buffers", "lazy"])
+def test_accounting_reconciles(name):
+    loaded = spec.load(f"{ROBUST}:{name}")
+    from atlas import shapes
+    shapes.materialize_lazy(loaded.model, None)
+    doc = walk.walk(loaded)
+    trained, frozen = accounting.tree_total(doc)
+    assert trained + frozen == sum(p.numel() for p in loaded.model.parameters()) == doc.totals.parameters
+
+
+def test_parametrization_originals_are_rows():
+    doc = walk.walk(spec.load(f"{ROBUST}:weight_norm"))
+    ids = [c.id for c in doc.components]
+    holder = next(c for c in doc.components if any(r.name == "original0" for r in c.rows))
+    assert holder.id in ids and {r.name for r in holder.rows} == {"original0", "original1"}
+    assert doc.totals.parameters == 4 * 3 + 4 + 4
+
+
+def test_lazy_without_inputs_says_so(tmp_path, capsys):
+    docs = build("lazy_no_inputs", tmp_path, capsys)
+    page = (docs / "sequential" / "0.md").read_text()
+    assert "uninitialized: a lazy module's size is set by its first forward" in page
+
+
+def test_lazy_with_inputs_is_sized_on_meta():
+    loaded = spec.load(f"{ROBUST}:lazy")
+    from atlas import shapes
+    assert shapes.materialize_lazy(loaded.model, None)
+    assert loaded.model[0].weight.shape == (4, 3) and loaded.model[0].weight.device.type == "meta"
+
+
+def test_zero_element_parameters(tmp_path, capsys):
+    doc = walk.walk(spec.load(f"{ROBUST}:empty"))
+    assert [r.count for r in doc.root.rows] == [0] and doc.totals.parameters == 0
+
+
+def test_complex_and_integer_buffers():
+    doc = walk.walk(spec.load(f"{ROBUST}:buffers"))
+    dtypes = {b.name: b.dtype for b in doc.root.buffers}
+    assert dtypes == {"c": "complex64", "i": "int32"} and doc.totals.buffers == 5
+
+
+def test_ten_thousand_children():
+    doc = walk.walk(spec.load(f"{ROBUST}:many"))
+    assert len(doc.components) == 2 and doc.component("0-9999").instances == 10000
+    assert doc.totals.parameters == 60000
+
+
+def test_hostile_names_are_escaped(tmp_path, capsys):
+    docs = build("nasty", tmp_path, capsys)
+    import re
+    page = next(docs.rglob("index.md")).read_text()
+    prose = re.sub(r"(?ms)^([ \t]*)(`{3,}).*?^\1\2", "", page)       # code excerpts are escaped by the highlighter
+    assert "<script>" not in prose and "<b>Evil</b>" not in prose
+    assert "&lt;script&gt;" in page and "\\{\\{ config \\}\\}" in page and "\\$x^2\\$" in page
+    assert 'title: "&lt;b&gt;Evil&lt;/b&gt;' in page
+    from atlas import pipeline, render
+    doc = pipeline.describe(f"{ROBUST}:nasty")
+    assert "<b>" not in str(render.nav(doc))
+
+
+def test_hostile_names_in_a_built_site(tmp_path):
+    """A real mkdocs build: nothing from the model's names or docstrings becomes markup."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        f"site_name: t\ntheme:\n  name: material\n  font: false\nplugins:\n  - atlas:\n      models: [{{spec: '{ROBUST}:nasty'}}]\n"
+        "markdown_extensions: [admonition, pymdownx.details, pymdownx.superfences, attr_list, md_in_html, tables,"
+        " {pymdownx.arithmatex: {generic: true}}]\n")
+    (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for page in (tmp_path / "site").rglob("*.html"):
+        text = page.read_text()
+        assert "<script>alert(1)</script>" not in text and "<b>Evil</b>" not in text, page
+    assert html.escape("<b>Evil</b>") in (tmp_path / "site" / "b-evil-b-x-y" / "index.html").read_text()
