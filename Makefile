@@ -13,7 +13,7 @@ export NO_MKDOCS_2_WARNING := 1
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,thirdparty]'
 	touch $@
 
 $(NODE_STAMP): package.json package-lock.json

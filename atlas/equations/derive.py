@@ -259,7 +259,7 @@ class Deriver:
 
     def _bind(self, frame: Frame, name: str, value, node) -> None:
         if isinstance(value, Tensor):
-            if isinstance(value.expr, sympy.Symbol) and not value.trailing:
+            if isinstance(value.expr, (sympy.Symbol, ops.DTypeOf)) and not value.trailing:
                 frame.vars[name] = value
                 return
             version = frame.versions.get(name, -1) + 1 if name in frame.vars or name in frame.versions else 0
@@ -388,7 +388,9 @@ class Deriver:
             return Shape(base.expr, self._static_of(frame, base.expr))
         if isinstance(base, Tensor) and attr in ("T", "mT"):
             return Tensor(ops.Transpose(base.expr, -2, -1))
-        if isinstance(base, Tensor) and attr in ("device", "dtype"):
+        if isinstance(base, Tensor) and attr == "dtype":
+            return Tensor(ops.DTypeOf(base.expr))
+        if isinstance(base, Tensor) and attr == "device":
             return Const(None)
         if isinstance(base, Namespace):
             if base.name == "math" and attr == "pi":
@@ -559,10 +561,10 @@ class Deriver:
             try:
                 leaf = leaves.build(child, self.prog, ref.path, exprs, ref.attr)
             except Unsupported:
-                return Tensor(self._opaque(ref, exprs), trailing=trailing)
+                return Tensor(self._opaque(ref, exprs, kwargs), trailing=trailing)
             if leaf.inline and not leaf.stmts and not kwargs and _inlinable(leaf.out, exprs):
                 return Tensor(leaf.out, trailing=trailing)
-            return Tensor(self._opaque(ref, exprs), trailing=trailing)
+            return Tensor(self._opaque(ref, exprs, kwargs), trailing=trailing)
         try:
             sub = self._frame(child, ref.path, frame.depth + 1, frame.section)
             sub_params = [p for p in inspect.signature(child.forward).parameters.values()]
@@ -577,9 +579,9 @@ class Deriver:
             emitted = self.prog.stmts[start:]
             del self.prog.stmts[start:]
         except (Unsupported, TypeError):
-            return Tensor(self._opaque(ref, exprs), trailing=trailing)
+            return Tensor(self._opaque(ref, exprs, kwargs), trailing=trailing)
         if isinstance(result, Tup):
-            return Tensor(self._opaque(ref, exprs), trailing=trailing)
+            return Tensor(self._opaque(ref, exprs, kwargs), trailing=trailing)
         out = self._tensor(result, sub, node)
         visible = [s for s in emitted if s.shown and not _is_const(s)]
         pure = all(not isinstance(s.expr, Loop) and not _calls(s.expr) for s in emitted) and not _calls(out.expr)
@@ -638,7 +640,14 @@ class Deriver:
                 return stmt.expr
         return expr
 
-    def _opaque(self, ref: ModuleRef, exprs):
+    def _opaque(self, ref: ModuleRef, exprs, kwargs=None):
+        """A child shown as its operator and run as itself. Its arguments must all be positional tensors:
+        a call that passes keywords cannot be shown faithfully, so it is reported, not simplified."""
+        passed = {k: v for k, v in (kwargs or {}).items()
+                  if not (isinstance(v, Const) and v.value is _default(ref.module, k))}
+        if passed:
+            raise Unsupported(f"a call of {type(ref.module).__name__} with keyword arguments "
+                              f"({', '.join(sorted(passed))})")
         name = type(ref.module).__name__
         sym = self.prog.symbol(f"{ref.path}@", rf"\operatorname{{{name}}}", Binding("module", ref.path))
         return ops.Call(sym, *exprs)
@@ -660,8 +669,21 @@ class Deriver:
             if isinstance(x, ops.Reshape) and {d0, d1} == {1, 2}:
                 return Tensor(ops.Heads(x.args[0], *x.args[1:]))
             return Tensor(ops.Transpose(x, d0, d1))
-        if name in ("contiguous", "float", "double", "to", "type_as", "clone", "detach"):
+        if name in ("contiguous", "clone", "detach"):
             return base
+        if name in ("float", "double", "half", "bfloat16"):
+            return Tensor(ops.Cast(x, ops.Label({"float": "float32", "double": "float64", "half": "float16"}.get(name, name))))
+        if name == "type_as":
+            return Tensor(ops.Cast(x, ops.DTypeOf(self._tensor(args[0], frame, node).expr)))
+        if name == "to":
+            target = args[0] if args else kwargs.get("dtype")
+            if isinstance(target, Namespace) and target.name.startswith("torch."):
+                return Tensor(ops.Cast(x, ops.Label(target.name.split(".", 1)[1])))
+            if isinstance(target, Tensor) and isinstance(target.expr, ops.DTypeOf):
+                return Tensor(ops.Cast(x, target.expr))
+            if target is None or isinstance(target, Const):      # .to(device) and the like
+                return base
+            raise self._err(frame, node, "unsupported .to() argument")
         if name in ("split",):
             split_dim = kwargs.get("dim", args[1] if len(args) > 1 else Const(0))
             return Split(x, args[0], int(_value(split_dim)))
@@ -775,6 +797,11 @@ def _num(v):
     if isinstance(v, bool) or v is None:
         raise Unsupported(f"arithmetic on {v!r}")
     return sympy.Integer(v) if isinstance(v, int) else sympy.Float(v)
+
+
+def _default(module: nn.Module, name: str):
+    param = inspect.signature(module.forward).parameters.get(name)
+    return param.default if param is not None else inspect.Parameter.empty
 
 
 def _inlinable(out, inputs) -> bool:

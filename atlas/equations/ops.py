@@ -641,3 +641,29 @@ class Pick(Op):
     def run(self, x, dim, index):
         dim, index = _int(dim), _int(index)
         return x.narrow(dim, index % x.shape[dim], 1)
+
+
+class Cast(Op):
+    """x.to(dtype), x.float(): the math is unchanged, but the run keeps the code's precision."""
+
+    precedence = ATOM
+
+    def tex(self, p, x, dtype):
+        return p._print(x)
+
+    def run(self, x, dtype):
+        if isinstance(dtype, str):
+            dtype = getattr(torch, dtype)
+        return x.to(dtype) if isinstance(dtype, torch.dtype) else x
+
+
+class DTypeOf(Op):
+    """x.dtype, read when the steps run."""
+
+    precedence = ATOM
+
+    def tex(self, p, x):
+        return r"\operatorname{dtype}(" + p._print(x) + ")"
+
+    def run(self, x):
+        return x.dtype
