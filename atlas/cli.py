@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("describe", help="print the component tree")
     d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
     d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
+    d.add_argument("--verify", action="store_true",
+                   help="also run every component's equations against forward() (build and check always do)")
     d.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
     d.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
                    help="largest instance materialized on the CPU to verify equations (default: 2)")
@@ -55,13 +57,16 @@ def _settings(args):
     from atlas.pipeline import Settings, mkdocs_settings
     site = mkdocs_settings(getattr(args, "mkdocs", "mkdocs.yml"))
     return Settings(tuple(args.input) if args.input else None, int(args.memory_budget * 1024**3),
-                    site.get("site_url"), site.get("repo_url"), site.get("site_name", "Model Atlas"))
+                    site.get("site_url"), site.get("repo_url"), site.get("site_name", "Model Atlas"),
+                    verify=getattr(args, "verify", True))
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="atlas: %(message)s")
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     args = _parser().parse_args(argv)
+    from atlas import progress
+    progress.enable()
     try:
         return _run(args)
     except AtlasError as exc:
@@ -73,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(generated) -> None:
-    print(f"atlas: {generated.components} components; equations verified for {generated.verified}, "
-          f"not derived for {generated.equations_not_derived}, verification not run for "
-          f"{generated.verification_skipped}; shapes not derived for {generated.shapes_not_derived} "
-          f"(their pages say why)")
+    """The one-screen summary after a build."""
+    g = generated
+    print(f"atlas: {', '.join(d.name for d in g.docs)}: {g.components} components; equations verified for "
+          f"{g.verified}, not derived for {g.equations_not_derived}, verification not run for "
+          f"{g.verification_skipped}; shapes not derived for {g.shapes_not_derived} (their pages say why)")
 
 
 def _run(args) -> int:

@@ -25,6 +25,7 @@ log = logging.getLogger("mkdocs.plugins.atlas")
 
 class _Model(Config):
     spec = c.Type(str)
+    inputs = c.ListOfItems(c.Type(str), default=[])     # as --input: "input_ids:int64[B,T]"
 
 
 class AtlasConfig(Config):
@@ -41,7 +42,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         return Path(config.config_file_path).resolve().parent
 
     def on_config(self, config):
-        specs = [m.spec for m in self.config.models] or None
+        specs = [(m.spec, tuple(m.inputs)) for m in self.config.models] or None
         settings = pipeline.Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
                                      site_url=config.site_url or None, repo_url=config.repo_url or None,
                                      site_name=config.site_name)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import inspect
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from atlas import provenance, render, shapes, site
+from atlas import progress, provenance, render, shapes, site
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
@@ -62,14 +62,25 @@ class Settings:
     site_url: str | None = None         # permalinks are absolute when the site's URL is known
     repo_url: str | None = None         # links to model code at its commit
     site_name: str = "Model Atlas"
+    verify: bool = True                 # run every component's equations against forward()
 
 
 def document(loaded, settings: Settings = Settings()) -> ModelDoc:
     """walk -> shapes -> equations -> provenance, for one loaded model."""
-    shapes.materialize_lazy(loaded.model, list(settings.inputs) if settings.inputs else None)
-    doc = shapes.derive(loaded.model, walk(loaded), list(settings.inputs) if settings.inputs else None)
-    doc = enrich(loaded.model, doc, settings.budget_bytes)
-    return provenance.enrich(loaded.model, doc, settings.repo_url)
+    inputs = list(settings.inputs) if settings.inputs else None
+    shapes.materialize_lazy(loaded.model, inputs)
+    with progress.stage("walk") as bar:
+        doc = walk(loaded)
+        bar.update()
+    with progress.stage("shapes") as bar:
+        doc = shapes.derive(loaded.model, doc, inputs)
+        bar.update()
+    with progress.stage("equations", len(doc.components)) as bar:
+        doc = enrich(loaded.model, doc, settings.budget_bytes, bar.update, settings.verify)
+    with progress.stage("provenance") as bar:
+        doc = provenance.enrich(loaded.model, doc, settings.repo_url)
+        bar.update()
+    return doc
 
 
 def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None,
@@ -94,14 +105,20 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings()) ->
     docs, files, sources = [], {}, set()
     env = render.environment()
     for spec in specs:
+        model_settings = settings
+        if isinstance(spec, tuple):         # (spec, inputs): the mkdocs plugin's per-model inputs
+            spec, inputs = spec
+            model_settings = replace(settings, inputs=tuple(inputs) if inputs else settings.inputs)
         loaded = load(spec)
         sources |= _sources(loaded.model)
-        doc = document(loaded, settings)
+        doc = document(loaded, model_settings)
         log.info("%s: %d components, %d parameters", doc.name, len(doc.components), doc.totals.parameters)
         if any(d.slug == doc.slug for d in docs):
             raise site.AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
         docs.append(doc)
-        files.update(render.render(doc, env, settings.site_url, settings.site_name))
+        with progress.stage("render") as bar:
+            files.update(render.render(doc, env, settings.site_url, settings.site_name))
+            bar.update()
     return Generated(docs, files, sorted(sources))
 
 

@@ -1,4 +1,6 @@
-"""Benchmark: wall time and peak RSS of `atlas describe` (with shapes) on LDLM and a Llama-3-70B-sized config.
+"""Benchmark: wall time and peak RSS of `atlas describe` (walk, shapes, equations, provenance) beside
+torchinfo's summary on the meta device, on GPT-2 small and a Llama-3-70B-sized config; then one full
+`make site` of the LDLM (after set-up).
 
 Each measurement runs in a fresh child process, so its peak RSS is its own.
 Run: .venv/bin/python bench/bench.py   (README records the latest output)
@@ -37,19 +39,37 @@ def measure(argv: list[str], repeat: int = 3) -> tuple[float, float]:
     return best, peak
 
 
+GPT2 = "atlas.zoo.gpt2:gpt2_small"
+
+
 def main() -> None:
     atlas = [sys.executable, "-m", "atlas", "describe"]
-    rows = [
-        ("atlas describe LDLM", atlas + ["--json"]),
-        ("atlas describe Llama-3-70B config", atlas + [LLAMA, "--json"]),
+    peer = [sys.executable, str(ROOT / "bench" / "torchinfo_summary.py")]
+    pairs = [
+        ("GPT-2 small", atlas + [GPT2, "--json", "--input", "input_ids:int64[B,T]"], peer + [GPT2, "128"]),
+        ("Llama-3-70B config", atlas + [LLAMA, "--json"], peer + [LLAMA, "128"]),
     ]
     import torch
     print(f"machine: {platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}, "
           f"torch {torch.__version__}")
-    print(f"{'measurement':40s} {'seconds':>8s} {'peak RSS MB':>12s}")
-    for label, argv in rows:
-        seconds, rss = measure(argv)
-        print(f"{label:40s} {seconds:8.2f} {rss:12.0f}")
+    print(f"{'measurement':44s} {'seconds':>8s} {'peak RSS MB':>12s}")
+    ratios = []
+    for label, ours, theirs in pairs:
+        a_s, a_m = measure(ours)
+        t_s, t_m = measure(theirs)
+        print(f"{'atlas describe ' + label:44s} {a_s:8.2f} {a_m:12.0f}")
+        print(f"{'torchinfo summary (meta) ' + label:44s} {t_s:8.2f} {t_m:12.0f}")
+        ratios.append((label, a_s / t_s, a_m / t_m))
+    verified = measure(atlas + [LLAMA, "--json", "--verify"], repeat=1)
+    print(f"{'atlas describe --verify Llama-3-70B config':44s} {verified[0]:8.2f} {verified[1]:12.0f}")
+    for label, argv in (("atlas describe LDLM", atlas + ["--json"]),
+                        ("atlas describe --verify LDLM", atlas + ["--json", "--verify"])):
+        seconds, rss = measure(argv, repeat=1)
+        print(f"{label:44s} {seconds:8.2f} {rss:12.0f}")
+    seconds, rss = measure(["make", "-s", "site"], repeat=1)
+    print(f"{'make site (LDLM, after set-up)':44s} {seconds:8.2f} {rss:12.0f}")
+    for label, time_ratio, rss_ratio in ratios:
+        print(f"ratio atlas/torchinfo, {label}: time {time_ratio:.2f}, peak RSS {rss_ratio:.2f}")
 
 
 if __name__ == "__main__":

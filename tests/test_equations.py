@@ -138,7 +138,7 @@ def test_override_that_lies_fails_the_build(ldlm_copy, tmp_path, capsys):
     # the code changes; the override still claims the old formula
     block_doc_args = ("/ math.sqrt(self.features)", "/ self.features")
     ldlm_copy.write_text(ldlm_copy.read_text().replace(*block_doc_args))
-    args = ["describe", f"{ldlm_copy}:block", "--json"] + [a for i in BLOCK_INPUTS for a in ("--input", i)]
+    args = ["describe", f"{ldlm_copy}:block", "--json", "--verify"] + [a for i in BLOCK_INPUTS for a in ("--input", i)]
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "attn.norm_latents: the equations do not reproduce forward(): max error" in err
@@ -189,7 +189,8 @@ def test_lying_override_fails():
 
 
 def test_memory_budget_skips_verification(capsys):
-    assert main(["describe", fixture_spec("tied"), "--json", "--input", "ids:int64[B,T]", "--memory-budget", "1e-7"]) == 0
+    assert main(["describe", fixture_spec("tied"), "--json", "--verify", "--input", "ids:int64[B,T]",
+                 "--memory-budget", "1e-7"]) == 0
     data = json.loads(capsys.readouterr().out)
     v = data["components"][0]["verification"]
     assert v["verified"] is False and "over the" in v["reason"] and "budget" in v["reason"]

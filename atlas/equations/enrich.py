@@ -61,7 +61,7 @@ def _tex(prog: Program, stmt) -> str:
 
 
 def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
-                  budget_bytes: int) -> tuple[Equations, str]:
+                  budget_bytes: int, run: bool = True) -> tuple[Equations, str]:
     """The component's equations, and its summary sentence (a leaf's comes from the registry)."""
     if comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
         why = comp.shapes.reason if comp.shapes else "no shapes"
@@ -77,6 +77,8 @@ def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
     is_leaf = leaves.builder_for(module) is not None and status is EquationStatus.DERIVED
     own = [st for s, st in zip(shown, steps) if s.section is None and not _is_const(s)]
     summary = tuple(st.tex for st in (steps if is_leaf else own if len(own) <= 3 else own[-2:]))
+    if not run:
+        return Equations(status, summary, steps, is_leaf, None, None, _residuals(prog)), sentence
     check = verify(module, prog, comp.shapes, budget_bytes)
     if not check.verified and check.max_error is not None:
         raise AtlasError(f"{comp.id or '(model)'}: the equations do not reproduce forward(): "
@@ -113,13 +115,17 @@ def _is_const(stmt) -> bool:
     return isinstance(stmt.expr, sympy.Number)
 
 
-def enrich(model: nn.Module, doc: ModelDoc, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> ModelDoc:
+def enrich(model: nn.Module, doc: ModelDoc, budget_bytes: int = DEFAULT_BUDGET_BYTES, tick=None,
+           run: bool = True) -> ModelDoc:
+    """Derive every component's equations; with `run`, also check them against forward()."""
     by_path = _link_ids(doc)
     out = []
     start = time.perf_counter()
     for comp in doc.components:
         module = model.get_submodule(comp.module_paths[0])
-        equations, sentence = equations_for(module, comp, by_path, budget_bytes)
+        equations, sentence = equations_for(module, comp, by_path, budget_bytes, run)
         out.append(replace(comp, equations=equations, summary=sentence))
+        if tick is not None:
+            tick()
     log.info("%s: equations for %d components in %.1f s", doc.name, len(out), time.perf_counter() - start)
     return replace(doc, components=tuple(out))
