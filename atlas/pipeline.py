@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from atlas import progress, provenance, render, shapes, site
+from atlas import progress, provenance, shapes, site
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
@@ -102,6 +102,8 @@ def _sources(model) -> set[str]:
 def generate(specs: list[str] | None = None, settings: Settings = Settings()) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched."""
     specs = list(specs or [DEFAULT_SPEC])
+    from atlas import render      # jinja2 is needed only when pages are written
+
     docs, files, sources = [], {}, set()
     env = render.environment()
     for spec in specs:

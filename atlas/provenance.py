@@ -121,17 +121,23 @@ def excerpts(cls: type) -> tuple[Excerpt, ...]:
     return tuple(Excerpt(s, e, "\n".join(all_lines[s - 1:e])) for s, e in merged)
 
 
+@functools.lru_cache(maxsize=None)
+def _init_tree(klass: type):
+    """The parsed source of a class's own __init__, once per class."""
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(klass.__init__)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+
+
 def _assignment_lines(cls: type, attr: str) -> tuple[int, int] | None:
     """Lines in __init__ (along the MRO) that set self.<attr>, or register it."""
     for klass in type.mro(cls):
         span = _method_span(klass, "__init__")
-        if span is None:
+        tree = _init_tree(klass) if span is not None else None
+        if tree is None:
             continue
-        try:
-            src = textwrap.dedent(inspect.getsource(klass.__init__))
-        except (OSError, TypeError):
-            continue
-        for node in ast.walk(ast.parse(src)):
+        for node in ast.walk(tree):
             hit = False
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]

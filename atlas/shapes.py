@@ -70,9 +70,9 @@ def _describe(items: list[tuple[str, torch.Tensor]]) -> list[tuple[str, tuple[in
     return [(n, tuple(int(s) for s in t.shape), str(t.dtype).removeprefix("torch.")) for n, t in items]
 
 
-def capture(model: nn.Module, example: dict[str, torch.Tensor]) -> dict[int, Record]:
+def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | None = None) -> dict[int, Record]:
     """Run one forward; return id(module) -> (inputs, outputs) of its first call."""
-    records: dict[int, Record] = {}
+    records = {} if records is None else records
 
     def hook(module, args, kwargs, output):
         if id(module) not in records:
@@ -166,8 +166,62 @@ def _shape_of(records: list[list], probes, vocab) -> tuple[TensorShape, ...] | N
     return tuple(out)
 
 
-def _run(model: nn.Module, specs, probes, device) -> list[dict[int, Record]]:
-    return [capture(model, example_inputs(specs, p, device)) for p in probes]
+def _run(model: nn.Module, specs, probes, device, doc: ModelDoc | None = None) -> list[dict[int, Record]]:
+    """Probe at each size. On the meta device, entries 1..N-1 of a collapsed group of list entries run only
+    when they must: an entry whose inputs have exactly the shapes the first entry saw, where the first entry
+    kept its input's shape, passes its input through. Same signature means same code, so its shapes cannot
+    differ; the first entry still records every component inside it."""
+    wraps = _repeat_wrappers(model, doc) if device == "meta" and doc is not None else []
+    for container, key, wrapper in wraps:
+        container._modules[key] = wrapper
+    try:
+        runs = []
+        for p in probes:
+            records: dict[int, Record] = {}
+            for _, _, wrapper in wraps:
+                wrapper.records = records
+            runs.append(capture(model, example_inputs(specs, p, device), records))
+        return runs
+    finally:
+        for container, key, wrapper in wraps:
+            container._modules[key] = wrapper.real
+
+
+class _SameAsFirst(nn.Module):
+    """Stands in for a repeated list entry during the meta probes (see _run)."""
+
+    def __init__(self, real: nn.Module, first: nn.Module) -> None:
+        super().__init__()
+        object.__setattr__(self, "real", real)          # not registered: hooks and walks never see it twice
+        object.__setattr__(self, "first", first)
+        self.records: dict = {}
+
+    def forward(self, *args, **kwargs):
+        seen = self.records.get(id(self.first))
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if (seen is not None and not kwargs and len(tensors) == len(args) and len(seen[1]) == 1
+                and [(tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in tensors]
+                == [(shape, dtype) for _, shape, dtype in seen[0]]
+                and seen[1][0][1:] == seen[0][0][1:]):
+            return args[0]
+        return self.real(*args, **kwargs)
+
+
+def _repeat_wrappers(model: nn.Module, doc: ModelDoc) -> list:
+    wraps = []
+    for comp in doc.components:
+        if comp.repeat < 2 or len(comp.module_paths) != comp.repeat:
+            continue
+        parent_path, _, first_key = comp.module_paths[0].rpartition(".")
+        container = model.get_submodule(parent_path) if parent_path else model
+        if not isinstance(container, (nn.ModuleList, nn.Sequential)) or not first_key.isdigit():
+            continue
+        first = container._modules[first_key]
+        for path in comp.module_paths[1:]:
+            p_path, _, key = path.rpartition(".")
+            if p_path == parent_path and container._modules[key] is not first:
+                wraps.append((container, key, _SameAsFirst(container._modules[key], first)))
+    return wraps
 
 
 def _cpu_copy(model: nn.Module) -> nn.Module:
@@ -220,7 +274,7 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     probes = [{s: PROBE_VALUES[i][k] for i, s in enumerate(symbols)} for k in range(3)]
     target, method, note = model, "meta", None
     try:
-        runs = _run(model, specs, probes, "meta")
+        runs = _run(model, specs, probes, "meta", doc)
     except Exception as meta_exc:
         note = f"the meta-device forward failed ({where(meta_exc)}), so a tiny CPU forward was run"
         size = sum(p.numel() * p.element_size() for p in model.parameters())

@@ -113,3 +113,14 @@ def test_nn_transformer():
     assert doc.component("decoder.layers.self_attn").instances == 2
     mha = doc.component("encoder.layers.self_attn")
     assert [r.name for r in mha.rows] == ["in_proj_weight", "in_proj_bias"]
+
+
+def test_70b_and_8b_have_the_same_pages():
+    """Repeated blocks collapse: 80 layers and 32 layers give the same components, so the same pages."""
+    from conftest import ROOT
+    llama = ROOT / "tests" / "fixtures" / "llama.py"
+    big = walk.walk(spec.load(f"{llama}:llama3_70b"))
+    small = walk.walk(spec.load(f"{llama}:llama3_8b"))
+    assert [c.id for c in big.components] == [c.id for c in small.components]
+    assert big.component("layers").instances == 80 and small.component("layers").instances == 32
+    assert big.totals.parameters == 70_553_706_496
