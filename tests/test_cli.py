@@ -134,3 +134,28 @@ def test_describe_without_verify_runs_nothing(capsys):
     data = json.loads(capsys.readouterr().out)
     assert all(c["verification"] is None for c in data["components"])
     assert any(c["equations"]["steps"] for c in data["components"])
+
+
+def test_interrupted_sync_leaves_whole_files(tmp_path, monkeypatch):
+    """A build killed while files move into place leaves each file whole (old or new) and no staging behind."""
+    from atlas import site
+    docs = tmp_path / "docs"
+    old = {"m/a.md": "old a\n", "m/b.md": "old b\n", "m/c.md": "old c\n"}
+    site.sync(docs, old, ["m"])
+    new = {"m/a.md": "new a\n" * 100, "m/b.md": "new b\n" * 100, "m/c.md": "new c\n" * 100}
+    moves = []
+    real_replace = site.os.replace
+
+    def replace_then_die(src, dst):
+        if len(moves) == 2:
+            raise KeyboardInterrupt
+        moves.append(dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(site.os, "replace", replace_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        site.sync(docs, new, ["m"])
+    for rel in old:
+        text = (docs / rel).read_text()
+        assert text in (old[rel], new[rel])
+    assert not list(docs.glob(".atlas-stage-*"))

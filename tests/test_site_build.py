@@ -56,3 +56,21 @@ def test_output_does_not_depend_on_the_hash_seed():
         proc = subprocess.run([sys.executable, "-m", "atlas", "check", "--docs", str(ROOT / "docs")], cwd=ROOT,
                               capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
         assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_plugin_takes_per_model_inputs(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\ntheme:\n  name: material\n  font: false\nplugins:\n  - atlas:\n      memory_budget: 0.5\n"
+        f"      models:\n        - spec: '{FIXTURES}:two_layer_mlp'\n          inputs: ['x:float32[B,3]']\n"
+        "markdown_extensions: [admonition, pymdownx.details, pymdownx.superfences, attr_list, md_in_html, tables,"
+        " {pymdownx.arithmatex: {generic: true}}]\n")
+    (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = (tmp_path / "docs" / "sequential" / "0.md").read_text()
+    assert "**in:** `input` [B batch, 3]" in page
+    html = (tmp_path / "site" / "sequential" / "0" / "index.html").read_text()
+    assert 'class="katex"' in html
