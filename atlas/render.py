@@ -88,7 +88,6 @@ def model_context(doc: ModelDoc) -> dict:
         "comp": doc.root,
         "frozen_parts": pages.frozen_parts(doc),
         "reconstructions": pages.reconstructions(doc),
-        "tree": [(c, len(doc.ancestors(c.id)), paths.link(here, paths.page_path(doc, c))) for c in doc.components[1:]],
         "explorer": pages.tree(doc, lambda c: paths.url_link(doc, doc.root, c)),
         "diagram": diagram.svg(doc, lambda c: paths.url_link(doc, doc.root, c)),
         "href": lambda c: paths.link(here, paths.page_path(doc, c)),

@@ -158,6 +158,23 @@ def conv(b: _B, x):
                               f"kernel {' × '.join(map(str, m.kernel_size))}, stride {', '.join(map(str, m.stride))}."))
 
 
+def _affine_tex(p, core: str, gamma, beta) -> str:
+    """γ ⊙ core + β, leaving out a gain or bias the module does not have."""
+    if gamma != sympy.S.One:
+        core = p._print(gamma) + r"\odot " + core
+    return core + ("" if beta == sympy.S.Zero else "+" + p._print(beta))
+
+
+def _per_channel(y, gamma, beta):
+    """Scale and shift axis 1 (the channels) by a gain and a bias, where the module has them."""
+    shape = [1, y.shape[1]] + [1] * (y.dim() - 2)
+    if not isinstance(gamma, (int, float)):
+        y = y * gamma.reshape(shape)
+    if not isinstance(beta, (int, float)):
+        y = y + beta.reshape(shape)
+    return y
+
+
 class BatchNormOp(ops.Op):
     """Per-channel normalization (axis 1) with running statistics in evaluation mode."""
 
@@ -165,18 +182,11 @@ class BatchNormOp(ops.Op):
 
     def tex(self, p, x, mean, var, eps, gamma, beta):
         core = r"\frac{" + p._print(x) + "-" + p._print(mean) + r"}{\sqrt{" + p._print(var) + "+" + p._print(eps) + "}}"
-        if gamma != sympy.S.One:
-            core = p._print(gamma) + r"\odot " + core
-        return core + ("" if beta == sympy.S.Zero else "+" + p._print(beta))
+        return _affine_tex(p, core, gamma, beta)
 
     def run(self, x, mean, var, eps, gamma, beta):
         shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
-        y = (x - mean.reshape(shape)) / (var.reshape(shape) + eps) ** 0.5
-        if not isinstance(gamma, (int, float)):
-            y = y * gamma.reshape(shape)
-        if not isinstance(beta, (int, float)):
-            y = y + beta.reshape(shape)
-        return y
+        return _per_channel((x - mean.reshape(shape)) / (var.reshape(shape) + eps) ** 0.5, gamma, beta)
 
 
 def batch_norm(b: _B, x):
@@ -198,22 +208,13 @@ class GroupNormOp(ops.Op):
 
     def tex(self, p, x, groups, eps, gamma, beta):
         core = r"\frac{" + p._print(x) + r"-\mu_g}{\sqrt{\sigma_g^2+" + p._print(eps) + "}}"
-        if gamma != sympy.S.One:
-            core = p._print(gamma) + r"\odot " + core
-        return core + ("" if beta == sympy.S.Zero else "+" + p._print(beta))
+        return _affine_tex(p, core, gamma, beta)
 
     def run(self, x, groups, eps, gamma, beta):
-        N, C = x.shape[:2]
-        g = x.reshape(N, int(groups), -1)
+        g = x.reshape(x.shape[0], int(groups), -1)
         mu = g.mean(-1, keepdim=True)
         var = ((g - mu) ** 2).mean(-1, keepdim=True)
-        y = ((g - mu) / (var + eps) ** 0.5).reshape(x.shape)
-        shape = [1, C] + [1] * (x.dim() - 2)
-        if not isinstance(gamma, (int, float)):
-            y = y * gamma.reshape(shape)
-        if not isinstance(beta, (int, float)):
-            y = y + beta.reshape(shape)
-        return y
+        return _per_channel(((g - mu) / (var + eps) ** 0.5).reshape(x.shape), gamma, beta)
 
 
 def group_norm(b: _B, x):

@@ -191,6 +191,14 @@ Sigmoid = _unary("Sigmoid", r"\sigma", lambda x: 1 / (1 + torch.exp(-x)))
 Phi = _unary("Phi", r"\Phi", lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))))
 
 
+def _tensors_alike(a, b):
+    """Two operands as tensors of one dtype, where either is a tensor; else the plain numbers."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=b.dtype)
+        b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=a.dtype)
+    return a, b
+
+
 class Max(Op):
     elementwise = True
     precedence = ATOM
@@ -199,11 +207,8 @@ class Max(Op):
         return r"\max\!\big(" + p._print(a) + r",\;" + p._print(b) + r"\big)"
 
     def run(self, a, b):
-        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-            a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=b.dtype)
-            b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=a.dtype)
-            return torch.maximum(a, b)
-        return max(a, b)
+        a, b = _tensors_alike(a, b)
+        return torch.maximum(a, b) if isinstance(a, torch.Tensor) else max(a, b)
 
 
 class Min(Op):
@@ -214,11 +219,8 @@ class Min(Op):
         return r"\min\!\big(" + p._print(a) + r",\;" + p._print(b) + r"\big)"
 
     def run(self, a, b):
-        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-            a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=b.dtype)
-            b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=a.dtype)
-            return torch.minimum(a, b)
-        return min(a, b)
+        a, b = _tensors_alike(a, b)
+        return torch.minimum(a, b) if isinstance(a, torch.Tensor) else min(a, b)
 
 
 # -- reductions over one axis (keepdim) ------------------------------------------------
@@ -267,16 +269,6 @@ class Softmax(Op):
     def run(self, x, dim):
         e = torch.exp(x - x.amax(dim=_int(dim), keepdim=True))
         return e / e.sum(dim=_int(dim), keepdim=True)
-
-
-class SumOver(Op):
-    precedence = ATOM
-
-    def tex(self, p, x, dim):
-        return r"\sum " + wrap(p, x, ATOM)
-
-    def run(self, x, dim):
-        return x.sum(dim=_int(dim), keepdim=True)
 
 
 # -- tensor structure ------------------------------------------------------------------

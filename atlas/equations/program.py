@@ -69,13 +69,7 @@ class Program:
         return sym
 
     def tex(self, expr) -> str:
-        if isinstance(expr, Loop):
-            args = ",\\,".join(self.tex(a) for a in expr.args)
-            return rf"{self.tex_loop_target(expr)} = \operatorname{{{expr.name}}}_n\!\left({args}\right)"
         return ops.latex(expr, self.names, self.scalars)
-
-    def tex_loop_target(self, loop: Loop) -> str:
-        return self.names[loop.carried]
 
     # -- running ---------------------------------------------------------------------
     def bind(self, instance: nn.Module, inputs: dict[str, torch.Tensor]) -> dict:
