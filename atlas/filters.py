@@ -178,7 +178,13 @@ def title_text(text: str) -> str:
     return html.escape(str(text), quote=False).replace('"', "'")
 
 
+def doc_text(text: str) -> str:
+    """Prose from torch's docstrings and the reference data files: HTML-escaped, Markdown and math kept."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 FILTERS = {
+    "doc_text": doc_text,
     "title_text": title_text,
     "tree_item": tree_item,
     "streams_in": streams_in,

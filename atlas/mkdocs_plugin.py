@@ -57,6 +57,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         nav = list(config.nav or [{"Home": "index.md"}])
         for doc in generated.docs:
             nav.extend(render.nav(doc))
+        nav.extend(render.reference_nav(generated.refs))
         config.nav = nav
         return config
 

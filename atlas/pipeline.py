@@ -22,9 +22,11 @@ class Generated:
     files: dict[str, str]
     sources: list[str]                  # the model code's files, for `mkdocs serve` to watch
 
+    refs: list = None                   # reference.ReferencePage, one per torch.nn class used
+
     @property
     def folders(self) -> list[str]:
-        return [d.slug for d in self.docs]
+        return [d.slug for d in self.docs] + (["reference"] if self.refs else [])
 
     def count(self, predicate) -> int:
         return sum(1 for d in self.docs for c in d.components if predicate(c))
@@ -102,7 +104,7 @@ def _sources(model) -> set[str]:
 def generate(specs: list[str] | None = None, settings: Settings = Settings()) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched."""
     specs = list(specs or [DEFAULT_SPEC])
-    from atlas import render      # jinja2 is needed only when pages are written
+    from atlas import reference, render      # jinja2 is needed only when pages are written
 
     docs, files, sources = [], {}, set()
     env = render.environment()
@@ -118,10 +120,16 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings()) ->
         if any(d.slug == doc.slug for d in docs):
             raise site.AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
         docs.append(doc)
-        with progress.stage("render") as bar:
-            files.update(render.render(doc, env, settings.site_url, settings.site_name))
-            bar.update()
-    return Generated(docs, files, sorted(sources))
+    with progress.stage("reference") as bar:
+        refs = [reference.page(cls, docs) for cls in reference.used_classes(docs)]
+        bar.update()
+    by_class = {r.qualname: r.slug for r in refs}
+    with progress.stage("render") as bar:
+        for doc in docs:
+            files.update(render.render(doc, env, settings.site_url, settings.site_name, by_class))
+        files.update(render.render_reference(refs, docs, env))
+        bar.update()
+    return Generated(docs, files, sorted(sources), refs)
 
 
 def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",

@@ -51,13 +51,17 @@ def citation(doc: ModelDoc, comp, permalink: str, site_name: str) -> tuple[str, 
     return key, bib, text
 
 
-def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_name: str = "Model Atlas") -> dict:
+def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_name: str = "Model Atlas",
+                      references: dict | None = None) -> dict:
     rows = pages.table_rows(doc, comp, repeat_label, thousands, calculation)
     here = paths.page_path(doc, comp)
     recon = pages.in_reconstruction(doc, comp)
     permalink = paths.permalink(doc, comp, site_url)
     key, bib, text = citation(doc, comp, permalink, site_name)
+    ref_slug = (references or {}).get(comp.cls)
     return {
+        "reference": None if ref_slug is None else (
+            comp.cls.rsplit(".", 1)[-1], paths.link(here, f"reference/{ref_slug}.md")),
         "permalink": permalink,
         "self_href": here.rsplit("/", 1)[-1],
         "data_href": paths.link(here, paths.data_path(doc, comp)),
@@ -95,7 +99,7 @@ def model_context(doc: ModelDoc) -> dict:
 
 
 def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str | None = None,
-           site_name: str = "Model Atlas") -> dict[str, str]:
+           site_name: str = "Model Atlas", references: dict | None = None) -> dict[str, str]:
     env = env or environment()
     files: dict[str, str] = {}
     component_t = env.get_template("component.md.j2")
@@ -104,7 +108,7 @@ def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str |
         path = paths.page_path(doc, comp)
         if path in files:
             raise ValueError(f"two components map to the page {path}")
-        context = component_context(doc, comp, site_url, site_name)
+        context = component_context(doc, comp, site_url, site_name, references)
         if comp.id:
             files[path] = component_t.render(**context)
         else:
@@ -113,6 +117,27 @@ def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str |
             serialize.component_page(doc, comp, paths.permalink(doc, comp, site_url)))
     files[paths.json_path(doc)] = serialize.dumps(serialize.as_dict(doc))
     return files
+
+
+def render_reference(refs, docs, env: jinja2.Environment | None = None) -> dict[str, str]:
+    """reference/<class>.md for each torch.nn class the documented models use."""
+    env = env or environment()
+    template = env.get_template("reference.md.j2")
+    by_slug = {d.slug: d for d in docs}
+    files = {}
+    for ref in refs:
+        here = f"reference/{ref.slug}.md"
+
+        def used_href(u, here=here):
+            doc = by_slug[u.slug]
+            return paths.link(here, paths.page_path(doc, doc.component(u.component)))
+
+        files[here] = template.render(ref=ref, used_href=used_href)
+    return files
+
+
+def reference_nav(refs) -> list:
+    return [{"torch.nn reference": [{ref.cls: f"reference/{ref.slug}.md"} for ref in refs]}] if refs else []
 
 
 def nav(doc: ModelDoc) -> list:

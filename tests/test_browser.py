@@ -77,7 +77,9 @@ def test_every_page_loads_clean(server, browser):
     assert errors == [] and failed == []
     import json
     components = len(json.loads((site / "ldlm" / "atlas.json").read_text())["components"])
-    assert checked == components + 1          # every component page, and the home page
+    references = len(list((site / "reference").glob("*/index.html")))
+    assert references == 6
+    assert checked == components + references + 1          # every component page, reference page and the home
     broken = []
     for link in sorted(links):
         try:
