@@ -114,6 +114,7 @@ class Equations:
     reason: str | None = None       # why they could not be derived: the construct and file:line
     verification: Verification | None = None
     residuals: int = 0              # own steps of the form x' = x + branch(...)
+    normalizes: bool = False        # the steps divide by a norm (‖x‖₂) or by a square root of a mean
 
 
 @dataclass(frozen=True)

@@ -247,10 +247,9 @@ def explanation(doc: ModelDoc, comp: Component) -> tuple[str, ...]:
 
 
 def _is_norm(comp: Component) -> bool:
-    e = comp.equations
-    text = " ".join(s.tex for s in e.steps) if e and e.steps else ""
-    torch_norm = comp.cls.startswith("torch.nn.modules.normalization.") or comp.cls.startswith("torch.nn.modules.batchnorm.")
-    return torch_norm or (not comp.children and (r"\lVert" in text or r"\sqrt{\sigma" in text))
+    """A torch.nn normalization, or a leaf whose equations divide by a norm or a standard deviation."""
+    torch_norm = comp.cls.startswith(("torch.nn.modules.normalization.", "torch.nn.modules.batchnorm."))
+    return torch_norm or (not comp.children and comp.equations is not None and comp.equations.normalizes)
 
 
 def _descendants(doc: ModelDoc, comp: Component):

@@ -100,6 +100,7 @@ def equations_dict(e: Equations | None):
         "aligned": e.aligned,
         "reason": e.reason,
         "residuals": e.residuals,
+        "normalizes": e.normalizes,
     }
 
 
@@ -119,7 +120,7 @@ def equations_from(c: dict) -> Equations | None:
         EquationStatus(e["status"]), tuple(e["summary"]),
         tuple(Step(st["tex"], st["section"], tuple(st["links"])) for st in e["steps"]), e["aligned"], e["reason"],
         None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"]),
-        e["residuals"],
+        e["residuals"], e["normalizes"],
     )
 
 

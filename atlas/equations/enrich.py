@@ -78,14 +78,14 @@ def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
     own = [st for s, st in zip(shown, steps) if s.section is None and not _is_const(s)]
     summary = tuple(st.tex for st in (steps if is_leaf else own if len(own) <= 3 else own[-2:]))
     if not run:
-        return Equations(status, summary, steps, is_leaf, None, None, _residuals(prog)), sentence
+        return Equations(status, summary, steps, is_leaf, None, None, _residuals(prog), _normalizes(prog)), sentence
     check = verify(module, prog, comp.shapes, budget_bytes)
     if not check.verified and check.max_error is not None:
         raise AtlasError(f"{comp.id or '(model)'}: the equations do not reproduce forward(): "
                          f"max error {check.max_error:.3g} over tolerance {check.tolerance:g}")
     if not check.verified and check.reason and check.reason.startswith("the equations"):
         return Equations(EquationStatus.NOT_DERIVED, reason=check.reason), sentence
-    return Equations(status, summary, steps, is_leaf, None, check, _residuals(prog)), sentence
+    return Equations(status, summary, steps, is_leaf, None, check, _residuals(prog), _normalizes(prog)), sentence
 
 
 def _residuals(prog: Program) -> int:
@@ -101,6 +101,26 @@ def _residuals(prog: Program) -> int:
         if stmt.target is not None:
             known.add(stmt.target)
     return count
+
+
+def _normalizes(prog: Program) -> bool:
+    """Whether the steps divide by a 2-norm, or by the square root of a mean (a variance)."""
+    for stmt in prog.stmts:
+        if not isinstance(stmt.expr, sympy.Basic):
+            continue
+        for node in sympy.preorder_traversal(stmt.expr):
+            if isinstance(node, ops.Norm2):
+                return True
+            if isinstance(node, ops.Div) and isinstance(node.args[1], ops.Sqrt):
+                inner = node.args[1].args[0]
+                means = [n for n in sympy.preorder_traversal(inner) if isinstance(n, (ops.Mean, sympy.Symbol))]
+                if any(isinstance(n, ops.Mean) or _defined_by_mean(prog, n) for n in means):
+                    return True
+    return False
+
+
+def _defined_by_mean(prog: Program, sym) -> bool:
+    return any(s.target == sym and isinstance(s.expr, ops.Mean) for s in prog.stmts)
 
 
 def _calls_child(prog: Program, expr) -> bool:
