@@ -11,18 +11,19 @@ from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
 from atlas.errors import AtlasError
+from atlas.i18n import msg
 from atlas.model import BufferRow, ModelDoc, ParamRow, Totals
 
 # Reader's names for the tensors of torch.nn leaves, looked up along the class's MRO.
-_LABELS: dict[type, dict[str, str]] = {
-    nn.LayerNorm: {"weight": "Learned gain", "bias": "Learned bias"},
-    nn.RMSNorm: {"weight": "Learned gain"},
-    nn.GroupNorm: {"weight": "Learned gain", "bias": "Learned bias"},
-    nn.modules.batchnorm._NormBase: {"weight": "Learned gain", "bias": "Learned bias"},
-    nn.Linear: {"weight": "Weight matrix", "bias": "Bias"},
-    nn.Embedding: {"weight": "Embedding table"},
-    nn.modules.conv._ConvNd: {"weight": "Kernels", "bias": "Bias"},
-    nn.MultiheadAttention: {"in_proj_weight": "Input projection (Q, K, V)", "in_proj_bias": "Input projection bias"},
+_LABELS: dict[type, dict[str, object]] = {
+    nn.LayerNorm: {"weight": msg("Learned gain"), "bias": msg("Learned bias")},
+    nn.RMSNorm: {"weight": msg("Learned gain")},
+    nn.GroupNorm: {"weight": msg("Learned gain"), "bias": msg("Learned bias")},
+    nn.modules.batchnorm._NormBase: {"weight": msg("Learned gain"), "bias": msg("Learned bias")},
+    nn.Linear: {"weight": msg("Weight matrix"), "bias": msg("Bias")},
+    nn.Embedding: {"weight": msg("Embedding table")},
+    nn.modules.conv._ConvNd: {"weight": msg("Kernels"), "bias": msg("Bias")},
+    nn.MultiheadAttention: {"in_proj_weight": msg("Input projection (Q, K, V)"), "in_proj_bias": msg("Input projection bias")},
 }
 
 
@@ -87,8 +88,8 @@ def param_rows(module: nn.Module, path: str, owners: dict[int, list[str]]) -> tu
         shape = shape_of(p)
         rows.append(ParamRow(
             name=name,
-            label=label(module, name) + (" (uninitialized: a lazy module's size is set by its first forward)"
-                                         if is_lazy(p) else ""),
+            label=msg("%(label)s (uninitialized: a lazy module's size is set by its first forward)",
+                      label=label(module, name)) if is_lazy(p) else label(module, name),
             shape=shape,
             factors=factors(module, name, shape),
             count=numel(p),

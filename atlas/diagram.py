@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from html import escape
 
+from atlas import i18n
 from atlas.filters import repeat_label
+from atlas.i18n import msg
 from atlas.model import Component, ModelDoc
 
 WIDTH, ROW, GAP, DEPTH = 900, 48, 4, 3
@@ -34,7 +36,8 @@ def svg(doc: ModelDoc, href) -> str:
 
     def place(comp: Component, depth: int, x: float, width: float) -> None:
         label = repeat_label(comp) if comp.id else doc.name
-        title = f"{label} · {comp.cls.rsplit('.', 1)[-1]} · {comp.parameters_per_instance:,} parameters per instance"
+        title = i18n.render(msg("%(label)s · %(class_name)s · %(count)s parameters per instance", label=label,
+                                class_name=comp.cls.rsplit(".", 1)[-1], count=comp.parameters_per_instance))
         text = _fit(label, width)
         y = depth * ROW
         boxes.append(
@@ -56,4 +59,5 @@ def svg(doc: ModelDoc, href) -> str:
     rows = min(DEPTH, 1 + max((c.id.count(".") + 1 for c in doc.components if c.id), default=0))
     height = rows * ROW
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" '
-            f'aria-label="Architecture of {escape(doc.name)}">' + "".join(boxes) + "</svg>")
+            f'aria-label="{escape(i18n.render(msg("Architecture of %(model)s", model=doc.name)), quote=True)}">'
+            + "".join(boxes) + "</svg>")

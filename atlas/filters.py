@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
-from atlas import names
+from atlas import i18n, names
+from atlas.i18n import msg
 
 
 def thousands(n: int) -> str:
-    """12345 -> "12,345"."""
-    return f"{int(n):,}"
+    """12345 -> "12,345" in English, "12.345" in Spanish: the active locale's grouping (CLDR, via Babel)."""
+    return i18n.number(n)
 
 
 def calculation(factors) -> str:
@@ -18,8 +19,8 @@ def calculation(factors) -> str:
 
 
 def tex_thousands(n: int) -> str:
-    """12345 -> "12{,}345", for numbers inside LaTeX."""
-    return thousands(n).replace(",", "{,}")
+    """12345 -> "12{,}345", for numbers inside LaTeX: math is shared between languages."""
+    return f"{int(n):,}".replace(",", "{,}")
 
 
 def shape(dims) -> str:
@@ -31,7 +32,7 @@ _MD_SPECIALS = re.compile(r"([\\`*_{}\[\]#|$~])")
 
 def md_text(text: str) -> str:
     """Prose from the code (names, docstrings) made inert in Markdown, HTML and math."""
-    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = i18n.render(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIALS.sub(r"\\\1", text)
 
 
@@ -45,21 +46,25 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _names_in_their_language(comp) -> bool:
+    """Names read from code are English words; only an English page can inflect them."""
+    return comp.name_is_prose and i18n.active() == names.LANGUAGE
+
+
 def repeat_label(comp) -> str:
     """The breadcrumb form of a repeated component: "6 encoder blocks", or "6 × TransformerEncoderLayer"."""
     if comp.repeat <= 1:
         return comp.name
-    if comp.name_is_prose:
+    if _names_in_their_language(comp):
         return f"{comp.repeat} {names.plural(names.lower_first(comp.name))}"
     return f"{comp.repeat} × {comp.name}"
 
 
 def instances_noun(repeating) -> str:
     """The noun for "× 6 blocks": the repeating ancestor's last word, plural; "instances" otherwise."""
-    if repeating is None:
-        return "instances"
-    word = names.lower_first(repeating.name).split()[-1]
-    return names.plural(word) if repeating.name_is_prose else "instances"
+    if repeating is None or not _names_in_their_language(repeating):
+        return i18n.gettext("instances")
+    return names.plural(names.lower_first(repeating.name).split()[-1])
 
 
 def compact_symbol(expr: str) -> str:
@@ -116,9 +121,13 @@ def aligned_line(tex: str) -> str:
 
 def verification_note(e) -> str:
     v = e.verification
-    source = "the author's override" if e.status.value == "override" else "these equations"
-    return (f"{source}, run in {v.dtype} on random inputs with a fixed seed in evaluation mode, "
-            f"reproduce `forward()` to within {v.max_error:.0e} (tolerance {v.tolerance:.0e}).")
+    args = {"dtype": v.dtype, "error": f"{v.max_error:.0e}", "tolerance": f"{v.tolerance:.0e}"}
+    if e.status.value == "override":
+        return i18n.render(msg("the author's override, run in %(dtype)s on random inputs with a fixed seed in "
+                               "evaluation mode, reproduces `forward()` to within %(error)s (tolerance %(tolerance)s).",
+                               **args))
+    return i18n.render(msg("these equations, run in %(dtype)s on random inputs with a fixed seed in evaluation "
+                           "mode, reproduce `forward()` to within %(error)s (tolerance %(tolerance)s).", **args))
 
 
 def step_link(cid: str, doc, href) -> str:
@@ -159,12 +168,15 @@ def _html(text) -> str:
 def tree_item(node, trained_total: int) -> str:
     """One node of the overview's explorable tree, as nested HTML (composites fold open)."""
     c = node.comp
-    percent = f"{100 * node.share:.1f}%"
+    percent = i18n.percent(node.share)
+    width = f"{100 * node.share:.1f}%"
+    each = msg("%(each)s each · %(total)s", each=c.parameters_per_instance, total=c.parameters_total)
+    share = msg("%(percent)s of the trained parameters", percent=percent)
     line = (f'<span class="atlas-node"><a href="{_html(node.href)}">{_html(repeat_label(c))}</a>'
             f"<code>{_html(c.cls.rsplit('.', 1)[-1])}</code><span>×{c.instances}</span>"
-            f"<span>{thousands(c.parameters_per_instance)} each · {thousands(c.parameters_total)}</span>"
-            f'<span class="atlas-bar" title="{percent} of the trained parameters">'
-            f'<span style="width:{percent}"></span></span><span>{percent}</span></span>')
+            f"<span>{_html(i18n.render(each))}</span>"
+            f'<span class="atlas-bar" title="{_html(i18n.render(share))}">'
+            f'<span style="width:{width}"></span></span><span>{_html(percent)}</span></span>')
     if not node.children:
         return f"<li>{line}</li>"
     inner = "".join(tree_item(ch, trained_total) for ch in node.children)
@@ -180,10 +192,21 @@ def title_text(text: str) -> str:
 
 def doc_text(text: str) -> str:
     """Prose from torch's docstrings and the reference data files: HTML-escaped, Markdown and math kept."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return i18n.render(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+TAGS = {"learned": msg("learned"), "frozen": msg("frozen"), "partly frozen": msg("partly frozen"),
+        "parameter-free": msg("parameter-free")}
+
+
+def tag_label(tag: str) -> str:
+    """A component's tag in the active language; the tag's own value stays the CSS class."""
+    return i18n.render(TAGS[tag])
 
 
 FILTERS = {
+    "tr": i18n.render,
+    "tag_label": tag_label,
     "doc_text": doc_text,
     "title_text": title_text,
     "tree_item": tree_item,

@@ -41,8 +41,16 @@ class Renderer:
             raise AtlasError("node is not on PATH; it renders the pages' math with KaTeX")
         self.proc = subprocess.Popen([node, str(SCRIPT)], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env={"NODE_PATH": str(root / "node_modules"), "PATH": "/usr/bin:/bin"})
+        self.cache: dict[tuple[str, bool], str] = {}
 
     def render(self, tex: str, display: bool) -> str:
+        """One equation's HTML; each language's pages show the same math, so it is rendered once."""
+        key = (tex, display)
+        if key not in self.cache:
+            self.cache[key] = self._render(tex, display)
+        return self.cache[key]
+
+    def _render(self, tex: str, display: bool) -> str:
         self.proc.stdin.write(json.dumps({"tex": tex, "display": display}) + "\n")
         self.proc.stdin.flush()
         reply = json.loads(self.proc.stdout.readline())

@@ -1,23 +1,29 @@
 """The `atlas` mkdocs plugin: glue around atlas.pipeline.build(), nothing more.
 
     plugins:
+      - search
       - atlas:
           models:
             - spec: atlas.zoo.ldlm:ldlm
+      - i18n:               # mkdocs-static-i18n: one build per language, pages as <page>.<lang>.md
+          docs_structure: suffix
+          languages: [...]
+
+The pages of every language are generated once, in the default language's build; the i18n
+plugin's builds of the other languages reuse them and only ask for the nav in their language.
 """
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 
-from pathlib import Path
-
-from atlas import katex, pipeline, render
+from atlas import i18n, katex, pipeline, render
 from atlas.errors import AtlasError
 
 log = logging.getLogger("mkdocs.plugins.atlas")
@@ -33,33 +39,51 @@ class AtlasConfig(Config):
     memory_budget = c.Type(float, default=2.0)     # GB, the largest instance verified on the CPU
 
 
+def building_language(config) -> str:
+    """The language the i18n plugin is building now; the default language without that plugin."""
+    plugin = config.plugins.get("i18n")
+    code = getattr(plugin, "current_language", None) or i18n.DEFAULT
+    return code if code in i18n.LANGUAGES else i18n.DEFAULT
+
+
 class AtlasPlugin(BasePlugin[AtlasConfig]):
     def __init__(self) -> None:
         self.sources: list[str] = []
         self.katex: katex.Renderer | None = None
+        self.generated: pipeline.Generated | None = None
+        self.user_nav = None
 
     def _root(self, config) -> Path:
         return Path(config.config_file_path).resolve().parent
 
+    def on_startup(self, *, command, dirty):
+        """Declared so that `mkdocs serve` keeps this plugin, and its KaTeX process, across rebuilds."""
+
     def on_config(self, config):
+        if not getattr(config.plugins.get("i18n"), "building", False):    # not one of i18n's language builds
+            self._generate(config)
+        language = building_language(config)
+        with i18n.language(language):
+            nav = list(self.user_nav or [{i18n.gettext("Home"): "index.md"}])
+            for doc in self.generated.docs:
+                nav.extend(render.nav(doc))
+            nav.extend(render.reference_nav(self.generated.refs))
+        config.nav = nav
+        return config
+
+    def _generate(self, config) -> None:
         specs = [(m.spec, tuple(m.inputs)) for m in self.config.models] or None
         settings = pipeline.Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
                                      site_url=config.site_url or None, repo_url=config.repo_url or None,
                                      site_name=config.site_name)
         try:
             generated, report = pipeline.build(specs, config.docs_dir, settings)
-            self.katex = katex.Renderer(self._root(config))
+            self.katex = self.katex or katex.Renderer(self._root(config))
         except AtlasError as exc:
             raise PluginError(f"atlas: {exc}") from None
-        self.sources = generated.sources
+        self.generated, self.sources, self.user_nav = generated, generated.sources, config.nav
         log.info("atlas: %d pages written, %d deleted, %d unchanged",
                  len(report.written), len(report.deleted), len(report.unchanged))
-        nav = list(config.nav or [{"Home": "index.md"}])
-        for doc in generated.docs:
-            nav.extend(render.nav(doc))
-        nav.extend(render.reference_nav(generated.refs))
-        config.nav = nav
-        return config
 
     def on_page_content(self, html, page, config, files):
         try:
@@ -69,8 +93,11 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
 
     def on_post_build(self, config):
         katex.copy_assets(self._root(config), Path(config.site_dir))
+
+    def on_shutdown(self):
         if self.katex is not None:
             self.katex.close()
+            self.katex = None
 
     def on_serve(self, server, config, builder):
         for source in self.sources:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+# Names come from code, whose words are English; `plural` inflects them on English pages only.
+LANGUAGE = "en"
+
 # Abbreviations common in model code, expanded word by word when an attribute name is made readable.
 _WORDS = {
     "attn": "attention", "mlp": "MLP", "ffn": "FFN", "fc": "FC", "ln": "LN", "qkv": "QKV",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atlas import paths
+from atlas.i18n import lowered, msg
 from atlas.model import Component, ModelDoc, Tag
 
 
@@ -73,7 +74,9 @@ def table_rows(doc: ModelDoc, comp: Component, labeler, thousands, calculation) 
     for r in comp.rows:
         note = None
         if r.shared_with:
-            note = ("tied; also held by " if r.counted else "tied; counted at ") + ", ".join(r.shared_with)
+            paths_ = ", ".join(r.shared_with)
+            note = (msg("tied; also held by %(paths)s", paths=paths_) if r.counted
+                    else msg("tied; counted at %(paths)s", paths=paths_))
         rows.append(TableRow(r.label, r.name, None, calculation(r.factors), r.count, note))
     for cid in comp.children:
         child = doc.component(cid)
@@ -81,7 +84,8 @@ def table_rows(doc: ModelDoc, comp: Component, labeler, thousands, calculation) 
             continue
         per = child.parameters_per_instance
         calc = (f"{thousands(per)} × {child.repeat}" if child.repeat > 1
-                else f"{thousands(per)} across its components" if child.children else calculation_of(child, calculation))
+                else msg("%(count)s across its components", count=per) if child.children
+                else calculation_of(child, calculation))
         rows.append(TableRow(labeler(child), None, paths.link(here, paths.page_path(doc, child)),
                              calc, per * child.repeat))
     return rows
@@ -110,7 +114,8 @@ def frozen_parts(doc: ModelDoc) -> list[FrozenPart]:
             return
         for r in c.rows:
             if r.counted and not r.trained:
-                out.append(FrozenPart(f"{r.label.lower()} ({c.name})" if c.id else r.label,
+                out.append(FrozenPart(msg("%(tensor)s (%(component)s)", tensor=lowered(r.label), component=c.name)
+                                      if c.id else r.label,
                                       paths.link(root_page, paths.page_path(doc, c)), r.count * c.instances))
         for cid in c.children:
             visit(doc.component(cid))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from atlas.i18n import DEFAULT
 from atlas.model import Component, ModelDoc
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_,\-]")
@@ -42,9 +43,15 @@ def data_path(doc: ModelDoc, comp: Component) -> str:
     return url(doc, comp) + "index.json"
 
 
-def permalink(doc: ModelDoc, comp: Component, site_url: str | None) -> str:
-    path = url(doc, comp)
+def permalink(doc: ModelDoc, comp: Component, site_url: str | None, language: str | None = None) -> str:
+    """The page's stable URL; a language other than the default lives under /<language>/."""
+    path = (f"{language}/" if language else "") + url(doc, comp)
     return f"{site_url.rstrip('/')}/{path}" if site_url else f"/{path}"
+
+
+def localized(path: str, language: str) -> str:
+    """A page's file in one language: "ldlm/mlp.md" -> "ldlm/mlp.es.md", the default language unchanged."""
+    return path if language == DEFAULT else f"{path.removesuffix('.md')}.{language}.md"
 
 
 def url_link(doc: ModelDoc, from_comp: Component, to_comp: Component) -> str:

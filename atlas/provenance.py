@@ -19,8 +19,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from atlas import filters
 from atlas.equations import leaves
+from atlas.i18n import lowered, msg, msgn
+from atlas.filters import calculation
 from atlas.model import Claim, Component, Excerpt, ModelDoc, Source
 
 HEADER_LINES = 36                    # a class header and docstring, cut as the seed pages cut it
@@ -67,11 +68,12 @@ def locate(file: str, repo_url: str | None) -> Source:
         commit = _git(top, "log", "-1", "--format=%H", "--", rel)
         dirty = bool(_git(top, "status", "--porcelain", "--", rel))
         if commit:
-            label = f"commit {commit[:12]}" + (", with uncommitted changes" if dirty else "")
+            label = (msg("commit %(commit)s, with uncommitted changes", commit=commit[:12]) if dirty
+                     else msg("commit %(commit)s", commit=commit[:12]))
             url = f"{repo_url.rstrip('/')}/blob/{commit}/{rel}" if repo_url else None
             return Source(rel, "git", commit[:12], label, dirty, url)
-        return Source(rel, "git", None, "not yet committed", True)
-    return Source(path.name, "file", None, "not under version control")
+        return Source(rel, "git", None, msg("not yet committed"), True)
+    return Source(path.name, "file", None, msg("not under version control"))
 
 
 def _class_lines(cls: type) -> tuple[list[str], int, str] | None:
@@ -157,10 +159,11 @@ def _claim(text: str, check: str, file: str, src_file: str, start: int, end: int
     return Claim(text, check, file, start, end, "\n".join(lines))
 
 
-HYPER = {"eps": "epsilon", "p": "dropout probability", "approximate": "GELU approximation",
-         "softcap": "softcap", "heads": "heads", "head_features": "features per head", "num_heads": "heads",
-         "features": "features", "in_features": "input features", "out_features": "output features",
-         "normalized_shape": "normalized shape", "num_embeddings": "rows", "embedding_dim": "features per row"}
+HYPER = {"eps": msg("epsilon"), "p": msg("dropout probability"), "approximate": msg("GELU approximation"),
+         "softcap": msg("softcap"), "heads": msg("heads"), "head_features": msg("features per head"),
+         "num_heads": msg("heads"), "features": msg("features"), "in_features": msg("input features"),
+         "out_features": msg("output features"), "normalized_shape": msg("normalized shape"),
+         "num_embeddings": msg("rows"), "embedding_dim": msg("features per row")}
 
 
 def claims_for(module: nn.Module, comp: Component, source: Source) -> tuple[Claim, ...]:
@@ -176,10 +179,12 @@ def claims_for(module: nn.Module, comp: Component, source: Source) -> tuple[Clai
         spans = [s for s in spans if s]
         if spans:
             a, b = min(s for s, _ in spans), max(e for _, e in spans)
-            owned = " and ".join(f"{r.label.lower()} ({filters.calculation(r.factors)})" for r in rows)
+            owned = tuple(msg("%(tensor)s (%(calculation)s)", tensor=lowered(r.label),
+                              calculation=calculation(r.factors)) for r in rows)
             out.append(_claim(
-                f"{comp.name} owns its {owned}: {filters.thousands(comp.own_parameters)} parameters per instance.",
-                "accounting", source.file, src_file, a, b))
+                msg("%(name)s owns its %(owned)s: %(count)s parameters per instance.", name=comp.name,
+                    owned=owned, count=comp.own_parameters),
+                msg("accounting"), source.file, src_file, a, b))
     e = comp.equations
     verified = e is not None and e.verification is not None and e.verification.verified
     values = []
@@ -191,24 +196,29 @@ def claims_for(module: nn.Module, comp: Component, source: Source) -> tuple[Clai
         values.append((what, value, span))
     if values and verified:
         a, b = min(s[0] for *_, s in values), max(s[1] for *_, s in values)
-        text = ", ".join(f"{what} {_show(value)}" for what, value, _ in values)
-        out.append(_claim(f"Configured with {text}; the equations above use these values and reproduce forward().",
-                          "equations verified", source.file, src_file, a, b))
+        settings = tuple(msg("%(setting)s %(value)s", setting=what, value=_show(value)) for what, value, _ in values)
+        out.append(_claim(msg("Configured with %(settings)s; the equations above use these values and reproduce "
+                              "forward().", settings=settings),
+                          msg("equations verified"), source.file, src_file, a, b))
     span = _method_span(cls, "forward")
     if verified and span and leaves.builder_for(module) is None:
+        error = f"{e.verification.max_error:.0e}"
         out.append(_claim(
-            f"forward() computes the {len(e.steps)} steps shown above, checked against it on random inputs "
-            f"(max error within {e.verification.max_error:.0e}).",
-            "equations verified", source.file, src_file, span[0], span[1]))
+            msgn("forward() computes the step shown above, checked against it on random inputs "
+                 "(max error within %(error)s).",
+                 "forward() computes the %(n)s steps shown above, checked against it on random inputs "
+                 "(max error within %(error)s).", len(e.steps), error=error),
+            msg("equations verified"), source.file, src_file, span[0], span[1]))
     if comp.shapes is not None and comp.shapes.status.value == "derived" and span:
         ins = ", ".join(t.name for t in comp.shapes.inputs)
         outs = ", ".join(t.name for t in comp.shapes.outputs)
-        out.append(_claim(f"forward() takes {ins} and returns {outs}, with the shapes shown above "
-                          f"at every probed input size.", "shape probes", source.file, src_file, span[0], span[1]))
+        out.append(_claim(msg("forward() takes %(inputs)s and returns %(outputs)s, with the shapes shown above "
+                              "at every probed input size.", inputs=ins, outputs=outs),
+                          msg("shape probes"), source.file, src_file, span[0], span[1]))
     if comp.repeat > 1:
-        out.append(_claim(f"The {comp.repeat} instances at this position are structurally identical: same class, "
-                          f"hyper-parameters, parameter shapes and children.", "structure", source.file, src_file,
-                          start, start + min(len(lines), HEADER_LINES) - 1))
+        out.append(_claim(msg("The %(n)s instances at this position are structurally identical: same class, "
+                              "hyper-parameters, parameter shapes and children.", n=comp.repeat),
+                          msg("structure"), source.file, src_file, start, start + min(len(lines), HEADER_LINES) - 1))
     return tuple(out)
 
 
@@ -230,19 +240,22 @@ def explanation(doc: ModelDoc, comp: Component) -> tuple[str, ...]:
     norms = [c for c in children if _is_norm(c)]
     inner = [c for c in children if not _is_norm(c) and any(_is_norm(d) for d in _descendants(doc, c))]
     if norms:
-        facts.append(f"It normalizes with its own {', '.join(c.name for c in norms)}.")
+        facts.append(msg("It normalizes with its own %(norms)s.", norms=tuple(c.name for c in norms)))
     elif inner:
-        facts.append(f"It has no normalization of its own: normalization happens inside "
-                     f"{' and '.join(c.name for c in inner)}.")
+        facts.append(msg("It has no normalization of its own: normalization happens inside %(parts)s.",
+                         parts=tuple(c.name for c in inner)))
     sections = []
     for s in e.steps:
         if s.section and s.section not in sections:
             sections.append(s.section)
     if sections:
-        facts.append(f"Its steps run through {', then '.join(sections)}, in that order.")
+        facts.append(msg("Its steps run through %(sections)s, in that order.",
+                         sections=tuple(sections)))
     if e.residuals:
-        facts.append(f"{e.residuals} of its own steps add a branch's result back onto the value it started "
-                     f"from: {'residual connections' if e.residuals > 1 else 'a residual connection'}.")
+        facts.append(msgn("One of its own steps adds a branch's result back onto the value it started from: "
+                          "a residual connection.",
+                          "%(n)s of its own steps add a branch's result back onto the value it started from: "
+                          "residual connections.", e.residuals))
     return tuple(facts)
 
 

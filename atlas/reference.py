@@ -21,6 +21,7 @@ import yaml
 from torch import nn
 
 from atlas.errors import AtlasError
+from atlas.i18n import Text
 from atlas.model import ModelDoc
 
 DATA = Path(__file__).resolve().parent.parent / "templates" / "reference"
@@ -54,7 +55,7 @@ class UsedIn:
 @dataclass(frozen=True)
 class Family:
     title: str
-    rows: tuple[tuple[str, str, str, str], ...]     # class, normalizes over, batch-dependent, typical use
+    rows: tuple[tuple[str, str, bool, str], ...]    # class, normalizes over, batch-dependent, typical use
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def signature(cls: type) -> tuple[str, tuple[Param, ...]]:
         default = None if p.default is inspect.Parameter.empty else repr(p.default)
         shown.append(p.name if default is None else f"{p.name}={default}")
         kind, text = described.get(p.name, ("", ""))
-        params.append(Param(p.name, kind, default, text))
+        params.append(Param(p.name, kind, default, _text(text)))
     return f"torch.nn.{cls.__name__}({', '.join(shown)})", tuple(params)
 
 
@@ -173,17 +174,53 @@ def page(cls: type, docs: list[ModelDoc]) -> ReferencePage:
         raise AtlasError(f"{where}: the equations of {data['instance']} are not verified: "
                          f"{equations.reason or equations.verification.reason}")
     sig, params = signature(cls)
-    examples = tuple(Example(e["title"], e.get("text", ""), e["code"].rstrip(),
+    examples = tuple(Example(_text(e["title"]), _text(e.get("text", "")), e["code"].rstrip(),
                              run_example(e["code"], f"{where} example '{e['title']}'")) for e in data["examples"])
     fam = None
     if data.get("family"):
         spec_ = families()[data["family"]]
-        fam = Family(spec_["title"], tuple(
-            (m["class"], m["axes"], "yes" if m["batch_dependent"] else "no", m["use"]) for m in spec_["members"]))
+        fam = Family(_text(spec_["title"]), tuple(
+            (m["class"], _text(m["axes"]), m["batch_dependent"], _text(m["use"])) for m in spec_["members"]))
     qual = f"{cls.__module__}.{cls.__name__}"
     used = tuple(UsedIn(d.name, d.slug, c.id, c.name, c.instances)
                  for d in docs for c in d.components if c.cls == qual)
-    return ReferencePage(f"torch.nn.{cls.__name__}", qual, cls.__name__.lower(), data["summary"].strip(), sig, params,
+    return ReferencePage(f"torch.nn.{cls.__name__}", qual, cls.__name__.lower(), _text(data["summary"]), sig, params,
                          equations, data["instance"], examples, fam,
-                         tuple((f["q"], f["a"].strip()) for f in data.get("faq", ())),
-                         tuple(u.strip() for u in data.get("uses", ())), used, torch.__version__)
+                         tuple((_text(f["q"]), _text(f["a"])) for f in data.get("faq", ())),
+                         tuple(_text(u) for u in data.get("uses", ())), used, torch.__version__)
+
+
+def _text(value: str) -> Text | str:
+    """A data file's prose, or a docstring's, as a message of the reference catalog."""
+    value = " ".join(str(value).split()) if value else ""
+    return Text(value) if value else value
+
+
+def messages():
+    """(text, where) for every translatable string of the reference data and its classes' docstrings."""
+    fams = families()
+    for name, fam in sorted(fams.items()):
+        where = "templates/reference/families.yml"
+        yield _text(fam["title"]), where
+        for m in fam["members"]:
+            yield _text(m["axes"]), where
+            yield _text(m["use"]), where
+    for path in sorted(DATA.glob("*.yml")):
+        if path.name == "families.yml":
+            continue
+        data = yaml.safe_load(path.read_text())
+        where = f"templates/reference/{path.name}"
+        yield _text(data["summary"]), where
+        for e in data["examples"]:
+            yield _text(e["title"]), where
+            if e.get("text"):
+                yield _text(e["text"]), where
+        for f in data.get("faq", ()):
+            yield _text(f["q"]), where
+            yield _text(f["a"]), where
+        for u in data.get("uses", ()):
+            yield _text(u), where
+        cls = getattr(nn, path.stem)
+        for param in signature(cls)[1]:
+            if param.text:
+                yield param.text, f"torch.nn.{path.stem} docstring"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import jinja2
 
-from atlas import diagram, pages, paths, serialize
+from atlas import diagram, i18n, pages, paths, serialize
 from atlas.filters import FILTERS, calculation, repeat_label, thousands
+from atlas.i18n import msg
 from atlas.model import ModelDoc
 
 REPO_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -28,7 +29,10 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,   # Markdown, not HTML: text from code goes through md_text
+        extensions=["jinja2.ext.i18n"],
     )
+    env.policies["ext.i18n.trimmed"] = True     # a {% trans %} block's line breaks are not part of its message
+    env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)   # the active language's catalog
     env.filters.update(FILTERS)
     return env
 
@@ -37,17 +41,22 @@ def citation(doc: ModelDoc, comp, permalink: str, site_name: str) -> tuple[str, 
     """(key, BibTeX, plain text): model, component, site and the model code's revision."""
     key = "atlas-" + "-".join([doc.slug, *paths.segments(comp.id)]).replace("_", "-").replace(",", "-")
     root = doc.root.source
-    revision = f"{root.file}, {root.label}" if root else "revision unknown"
+    revision = f"{root.file}, {i18n.render(root.label)}" if root else i18n.render(msg("revision unknown"))
     title = f"{doc.name} · {comp.name}" if comp.id else doc.name
+    component = comp.id or i18n.render(msg("(model)"))
+    note = msg("Component %(component)s of %(model)s, %(class_name)s; generated from %(revision)s",
+               component=component, model=doc.name, class_name=comp.cls, revision=revision)
     bib = "\n".join([
         f"@misc{{{key},",
         f"  title        = {{{{{title}}}}},",
         f"  author       = {{{{{site_name}}}}},",
         f"  howpublished = {{\\url{{{permalink}}}}},",
-        f"  note         = {{Component {comp.id or '(model)'} of {doc.name}, {comp.cls}; generated from {revision}}}",
+        f"  note         = {{{i18n.render(note)}}}",
         "}",
     ])
-    text = f"{site_name}. “{title}”. Component {comp.id or '(model)'} of {doc.name}. Generated from {revision}. {permalink}"
+    text = i18n.render(msg("%(site)s. “%(title)s”. Component %(component)s of %(model)s. Generated from %(revision)s. "
+                           "%(permalink)s", site=site_name, title=title, component=component, model=doc.name,
+                           revision=revision, permalink=permalink))
     return key, bib, text
 
 
@@ -56,7 +65,8 @@ def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_nam
     rows = pages.table_rows(doc, comp, repeat_label, thousands, calculation)
     here = paths.page_path(doc, comp)
     recon = pages.in_reconstruction(doc, comp)
-    permalink = paths.permalink(doc, comp, site_url)
+    language = None if i18n.active() == i18n.DEFAULT else i18n.active()
+    permalink = paths.permalink(doc, comp, site_url, language)
     key, bib, text = citation(doc, comp, permalink, site_name)
     ref_slug = (references or {}).get(comp.cls)
     return {
@@ -100,12 +110,27 @@ def model_context(doc: ModelDoc) -> dict:
 
 def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str | None = None,
            site_name: str = "Model Atlas", references: dict | None = None) -> dict[str, str]:
+    """Every language's pages, and the JSON once (its prose is in English, the source language)."""
     env = env or environment()
+    files: dict[str, str] = {}
+    for code in i18n.LANGUAGES:
+        with i18n.language(code):
+            files.update(_pages(doc, env, site_url, site_name, references))
+    for comp in doc.components:
+        files[paths.data_path(doc, comp)] = serialize.dumps(
+            serialize.component_page(doc, comp, paths.permalink(doc, comp, site_url)))
+    files[paths.json_path(doc)] = serialize.dumps(serialize.as_dict(doc))
+    return files
+
+
+def _pages(doc: ModelDoc, env: jinja2.Environment, site_url: str | None, site_name: str,
+           references: dict | None) -> dict[str, str]:
+    """The active language's pages of one model."""
     files: dict[str, str] = {}
     component_t = env.get_template("component.md.j2")
     model_t = env.get_template("model.md.j2")
     for comp in doc.components:
-        path = paths.page_path(doc, comp)
+        path = paths.localized(paths.page_path(doc, comp), i18n.active())
         if path in files:
             raise ValueError(f"two components map to the page {path}")
         context = component_context(doc, comp, site_url, site_name, references)
@@ -113,9 +138,6 @@ def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str |
             files[path] = component_t.render(**context)
         else:
             files[path] = model_t.render({**context, **model_context(doc)})
-        files[paths.data_path(doc, comp)] = serialize.dumps(
-            serialize.component_page(doc, comp, paths.permalink(doc, comp, site_url)))
-    files[paths.json_path(doc)] = serialize.dumps(serialize.as_dict(doc))
     return files
 
 
@@ -132,12 +154,16 @@ def render_reference(refs, docs, env: jinja2.Environment | None = None) -> dict[
             doc = by_slug[u.slug]
             return paths.link(here, paths.page_path(doc, doc.component(u.component)))
 
-        files[here] = template.render(ref=ref, used_href=used_href)
+        for code in i18n.LANGUAGES:
+            with i18n.language(code):
+                files[paths.localized(here, code)] = template.render(ref=ref, used_href=used_href)
     return files
 
 
 def reference_nav(refs) -> list:
-    return [{"torch.nn reference": [{ref.cls: f"reference/{ref.slug}.md"} for ref in refs]}] if refs else []
+    """The nav section of the reference pages, titled in the active language."""
+    title = i18n.gettext("torch.nn reference")
+    return [{title: [{ref.cls: f"reference/{ref.slug}.md"} for ref in refs]}] if refs else []
 
 
 def nav(doc: ModelDoc) -> list:

@@ -21,6 +21,7 @@ from torch import nn
 
 from atlas import inputs as inputs_mod
 from atlas.errors import where
+from atlas.i18n import msg
 from atlas.model import Dim, DimNames, ModelDoc, Shapes, ShapeStatus, TensorShape
 
 log = logging.getLogger("atlas")
@@ -265,7 +266,7 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     texts = list(declared or getattr(model, "atlas_inputs", None) or ())
     dim_names = DimNames(vocab.symbols, vocab.fixed)
     if not texts:
-        return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=(
+        return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=msg(
             "no example inputs: the model declares no atlas_inputs and none were given with --input")),
             dim_names, ())
     specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
@@ -276,19 +277,20 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     try:
         runs = _run(model, specs, probes, "meta", doc)
     except Exception as meta_exc:
-        note = f"the meta-device forward failed ({where(meta_exc)}), so a tiny CPU forward was run"
+        note = msg("the meta-device forward failed (%(error)s), so a tiny CPU forward was run", error=where(meta_exc))
         size = sum(p.numel() * p.element_size() for p in model.parameters())
         if size > budget_bytes:
-            return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=(
-                f"the meta-device forward failed ({where(meta_exc)}) and the model's {size:,} bytes of "
-                f"parameters exceed the {budget_bytes:,}-byte budget for a CPU forward")), dim_names, tuple(texts))
+            return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=msg(
+                "the meta-device forward failed (%(error)s) and the model's %(size)s bytes of "
+                "parameters exceed the %(budget)s-byte budget for a CPU forward",
+                error=where(meta_exc), size=size, budget=budget_bytes)), dim_names, tuple(texts))
         try:
             target, method = _cpu_copy(model), "cpu"
             runs = _run(target, specs, probes, "cpu")
         except Exception as cpu_exc:
-            return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=(
-                f"the meta-device forward failed ({where(meta_exc)}); the CPU forward failed too "
-                f"({where(cpu_exc)})")), dim_names, tuple(texts))
+            return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=msg(
+                "the meta-device forward failed (%(error)s); the CPU forward failed too (%(cpu_error)s)",
+                error=where(meta_exc), cpu_error=where(cpu_exc))), dim_names, tuple(texts))
     comps = []
     for comp in doc.components:
         module = target.get_submodule(comp.module_paths[0])
@@ -298,15 +300,15 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
             recs = _own_probes(module, own, vocab, method)
         if all(r is None for r in recs):
             shapes = Shapes(ShapeStatus.NOT_CALLED, method=method,
-                            reason="not called by the model's forward() with the example inputs")
+                            reason=msg("not called by the model's forward() with the example inputs"))
         elif any(r is None for r in recs):
-            shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method, reason="called for some input sizes only")
+            shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method, reason=msg("called for some input sizes only"))
         else:
             ins = _shape_of([r[0] for r in recs], probes, vocab)
             outs = _shape_of([r[1] for r in recs], probes, vocab)
             if ins is None or outs is None:
                 shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method,
-                                reason="its inputs or outputs change structure with the input size")
+                                reason=msg("its inputs or outputs change structure with the input size"))
             else:
                 shapes = Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
         comps.append(replace(comp, shapes=shapes))

@@ -16,6 +16,7 @@ from atlas.equations.leaves import Unsupported
 from atlas.equations.program import Loop, Program
 from atlas.equations.verify import verify
 from atlas.errors import AtlasError
+from atlas.i18n import msg
 from atlas.model import Component, EquationStatus, Equations, ModelDoc, ShapeStatus, Step
 
 log = logging.getLogger("atlas")
@@ -64,8 +65,9 @@ def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
                   budget_bytes: int, run: bool = True) -> tuple[Equations, str]:
     """The component's equations, and its summary sentence (a leaf's comes from the registry)."""
     if comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
-        why = comp.shapes.reason if comp.shapes else "no shapes"
-        return Equations(EquationStatus.NOT_DERIVED, reason=f"no example inputs reach this component ({why})"), comp.summary
+        why = comp.shapes.reason if comp.shapes else msg("no shapes")
+        return Equations(EquationStatus.NOT_DERIVED,
+                         reason=msg("no example inputs reach this component (%(why)s)", why=why)), comp.summary
     try:
         prog, status = program_for(module, comp)
     except Unsupported as exc:

@@ -17,6 +17,7 @@ from torch import nn
 from atlas.equations import ops
 from atlas.equations.program import Binding, Program, Stmt
 from atlas.equations.symbols import subscripted
+from atlas.i18n import msg
 
 
 class Unsupported(Exception):
@@ -65,7 +66,8 @@ def linear(b: _B, x):
     W, bias = b.param("weight", "W", transpose=True), b.param("bias", "b")
     out = ops.MatMul(x, W)
     return Leaf(out if bias is None else ops.Add(out, bias),
-                summary=f"An affine map from {b.module.in_features} to {b.module.out_features} features.")
+                summary=msg("An affine map from %(inputs)s to %(outputs)s features.",
+                            inputs=b.module.in_features, outputs=b.module.out_features))
 
 
 def layer_norm(b: _B, x):
@@ -77,10 +79,11 @@ def layer_norm(b: _B, x):
     mu, s1 = b.step("mu", r"\mu", ops.Mean(x, -1, d), lhs=r"\mu_d(x)")
     var, s2 = b.step("var", r"\sigma^2", ops.Mean(ops.Pow(ops.Sub(x, mu), 2), -1, d), lhs=r"\sigma_d^2(x)")
     core = ops.Div(ops.Sub(x, mu), ops.Sqrt(ops.Add(var, eps)))
-    what = "then apply learned gain and bias" if m.elementwise_affine and m.bias is not None else (
-        "then apply a learned gain" if m.elementwise_affine else "with no learned gain or bias")
-    return Leaf(_affine(b, core), [s1, s2, eps_stmt], inline=False,
-                summary=f"Center and scale each position's features, {what}.")
+    summary = msg("Center and scale each position's features, then apply learned gain and bias.") \
+        if m.elementwise_affine and m.bias is not None else (
+            msg("Center and scale each position's features, then apply a learned gain.") if m.elementwise_affine
+            else msg("Center and scale each position's features, with no learned gain or bias."))
+    return Leaf(_affine(b, core), [s1, s2, eps_stmt], inline=False, summary=summary)
 
 
 def rms_norm(b: _B, x):
@@ -94,14 +97,15 @@ def rms_norm(b: _B, x):
     ms, s1 = b.step("ms", r"\mathrm{ms}", ops.Mean(ops.Pow(x, 2), -1, d), lhs=r"\mathrm{ms}_d(x)")
     core = ops.Div(x, ops.Sqrt(ops.Add(ms, eps)))
     return Leaf(_affine(b, core), [s1, eps_stmt], inline=False,
-                summary="Scale each position's features by their root mean square, then apply a learned gain.")
+                summary=msg("Scale each position's features by their root mean square, then apply a learned gain."))
 
 
 def embedding(b: _B, x):
     if b.module.max_norm is not None:
         raise Unsupported("Embedding with max_norm renormalizes rows in place")
     E = b.param("weight", "E")
-    return Leaf(ops.Rows(E, x), summary=f"Look up one of {b.module.num_embeddings:,} learned rows per index.")
+    return Leaf(ops.Rows(E, x), summary=msg("Look up one of %(rows)s learned rows per index.",
+                                                           rows=b.module.num_embeddings))
 
 
 def gelu(b: _B, x):
@@ -109,40 +113,41 @@ def gelu(b: _B, x):
         inner = ops.Mul(sympy.Float(math.sqrt(2 / math.pi)),
                         ops.Add(x, ops.Mul(sympy.Float(0.044715), ops.Pow(x, 3))))
         out = ops.Mul(ops.Div(x, 2), ops.Add(sympy.Integer(1), ops.Tanh(inner)))
-        return Leaf(out, summary="The GELU activation, in its tanh approximation.")
-    return Leaf(ops.Mul(x, ops.Phi(x)), summary="The exact GELU activation: each value times the standard normal CDF at it.")
+        return Leaf(out, summary=msg("The GELU activation, in its tanh approximation."))
+    return Leaf(ops.Mul(x, ops.Phi(x)), summary=msg("The exact GELU activation: each value times the standard normal CDF at it."))
 
 
 def dropout(b: _B, x):
     return Leaf(ops.Dropout(x, sympy.Float(b.module.p)),
-                summary=f"Zero each value with probability {b.module.p} while training; the identity in evaluation.")
+                summary=msg("Zero each value with probability %(p)s while training; the identity in evaluation.",
+                            p=str(b.module.p)))
 
 
 def relu(b: _B, x):
-    return Leaf(ops.Max(x, sympy.Integer(0)), summary="Keep positive values, zero the rest.")
+    return Leaf(ops.Max(x, sympy.Integer(0)), summary=msg("Keep positive values, zero the rest."))
 
 
 def silu(b: _B, x):
-    return Leaf(ops.Mul(x, ops.Sigmoid(x)), summary="The SiLU activation: each value times its logistic sigmoid.")
+    return Leaf(ops.Mul(x, ops.Sigmoid(x)), summary=msg("The SiLU activation: each value times its logistic sigmoid."))
 
 
 def tanh(b: _B, x):
-    return Leaf(ops.Tanh(x), summary="The hyperbolic tangent, elementwise.")
+    return Leaf(ops.Tanh(x), summary=msg("The hyperbolic tangent, elementwise."))
 
 
 def sigmoid(b: _B, x):
-    return Leaf(ops.Sigmoid(x), summary="The logistic sigmoid, elementwise.")
+    return Leaf(ops.Sigmoid(x), summary=msg("The logistic sigmoid, elementwise."))
 
 
 def softmax(b: _B, x):
     dim = b.module.dim
     if dim is None:
         raise Unsupported("Softmax with dim=None")
-    return Leaf(ops.Softmax(x, dim), summary=f"Exponentiate and normalize along axis {dim}.")
+    return Leaf(ops.Softmax(x, dim), summary=msg("Exponentiate and normalize along axis %(axis)s.", axis=str(dim)))
 
 
 def identity(b: _B, x):
-    return Leaf(x, summary="Returns its input unchanged.")
+    return Leaf(x, summary=msg("Returns its input unchanged."))
 
 
 def conv(b: _B, x):
@@ -154,8 +159,9 @@ def conv(b: _B, x):
     pad = ops.Label(m.padding) if isinstance(m.padding, str) else sympy.Tuple(*m.padding)
     out = ops.Conv(x, W, bias if bias is not None else sympy.S.Zero, nd, sympy.Tuple(*m.stride), pad,
                    sympy.Tuple(*m.dilation), m.groups)
-    return Leaf(out, summary=(f"A {nd}-d convolution from {m.in_channels} to {m.out_channels} channels, "
-                              f"kernel {' × '.join(map(str, m.kernel_size))}, stride {', '.join(map(str, m.stride))}."))
+    return Leaf(out, summary=msg("A %(nd)s-d convolution from %(inputs)s to %(outputs)s channels, kernel "
+                                 "%(kernel)s, stride %(stride)s.", nd=nd, inputs=m.in_channels, outputs=m.out_channels,
+                                 kernel=" × ".join(map(str, m.kernel_size)), stride=", ".join(map(str, m.stride))))
 
 
 def _affine_tex(p, core: str, gamma, beta) -> str:
@@ -200,7 +206,8 @@ def batch_norm(b: _B, x):
     out = BatchNormOp(x, mean, var, eps, gamma if gamma is not None else sympy.S.One,
                       beta if beta is not None else sympy.S.Zero)
     return Leaf(out, [eps_stmt], inline=False,
-                summary=f"Normalize each of {m.num_features} channels with running statistics, then scale and shift.")
+                summary=msg("Normalize each of %(n)s channels with running statistics, then scale and shift.",
+                            n=m.num_features))
 
 
 class GroupNormOp(ops.Op):
@@ -224,7 +231,7 @@ def group_norm(b: _B, x):
     out = GroupNormOp(x, m.num_groups, eps, gamma if gamma is not None else sympy.S.One,
                       beta if beta is not None else sympy.S.Zero)
     return Leaf(out, [eps_stmt], inline=False,
-                summary=f"Normalize each of {m.num_groups} channel groups over its channels and positions.")
+                summary=msg("Normalize each of %(n)s channel groups over its channels and positions.", n=m.num_groups))
 
 
 class MHAOp(ops.Op):
@@ -272,7 +279,8 @@ def multihead_attention(b: _B, query, key=None, value=None):
     out = MHAOp(query, key, value, w_in, b_in if b_in is not None else sympy.S.Zero, w_out, b_out,
                 m.num_heads, sympy.true if m.batch_first else sympy.false)
     return Leaf(sympy.Tuple(ops.Item(out, 0), ops.Item(out, 1)), inline=False,
-                summary=f"Multi-head attention with {m.num_heads} heads of {m.head_dim} features.")
+                summary=msg("Multi-head attention with %(heads)s heads of %(features)s features.",
+                            heads=m.num_heads, features=m.head_dim))
 
 
 REGISTRY = {
@@ -352,9 +360,12 @@ def _transformer_encoder_layer(b: _B, src):
         x1 = step("x1", "x'", ops.Call(n1, ops.Add(src, a)))
         f = step("f", "f", feed_forward(x1))
         out = ops.Call(n2, ops.Add(x1, f))
-    return Leaf(out, stmts, inline=False, summary=(
-        f"A {'pre' if m.norm_first else 'post'}-norm transformer encoder layer: self-attention with "
-        f"{m.self_attn.num_heads} heads, then a {act_name} feed-forward network, each with a residual connection."))
+    kw = {"heads": m.self_attn.num_heads, "activation": act_name}
+    summary = (msg("A pre-norm transformer encoder layer: self-attention with %(heads)s heads, then a %(activation)s "
+                   "feed-forward network, each with a residual connection.", **kw) if m.norm_first else
+               msg("A post-norm transformer encoder layer: self-attention with %(heads)s heads, then a %(activation)s "
+                   "feed-forward network, each with a residual connection.", **kw))
+    return Leaf(out, stmts, inline=False, summary=summary)
 
 
 class ActivationOp(ops.Op):

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from atlas.errors import where
+from atlas.i18n import msg
 from atlas.equations.program import Program
 from atlas.model import Shapes, Verification
 from atlas.shapes import _tensors
@@ -79,11 +80,12 @@ def verify(module: nn.Module, prog: Program, shapes: Shapes, budget_bytes: int, 
     elif numel * 4 <= budget_bytes:
         dtype = torch.float32
     else:
-        return Verification(False, reason=(
-            f"not run: one instance holds {numel:,} parameter and buffer elements, "
-            f"{numel * 4:,} bytes even in float32, over the {budget_bytes:,}-byte budget"))
+        return Verification(False, reason=msg(
+            "not run: one instance holds %(elements)s parameter and buffer elements, "
+            "%(size)s bytes even in float32, over the %(budget)s-byte budget",
+            elements=numel, size=numel * 4, budget=budget_bytes))
     if shapes is None or shapes.inputs == () or shapes.status.value != "derived":
-        return Verification(False, reason="not run: no example inputs reach this component")
+        return Verification(False, reason=msg("not run: no example inputs reach this component"))
     tol = TOLERANCE[dtype]
     try:
         torch.manual_seed(seed)
@@ -95,17 +97,19 @@ def verify(module: nn.Module, prog: Program, shapes: Shapes, budget_bytes: int, 
             got = prog.run(inst, inputs)
     except Exception as exc:  # the equations could not be run: a failure, reported with its place
         return Verification(False, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
-                            reason=f"the equations did not run: {where(exc)}")
+                            reason=msg("the equations did not run: %(error)s", error=where(exc)))
     expected, actual = _flat([ref]), _flat(got)
     if len(expected) != len(actual):
         return Verification(False, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
-                            reason=f"the equations give {len(actual)} outputs, forward() gives {len(expected)}")
+                            reason=msg("the equations give %(got)s outputs, forward() gives %(expected)s",
+                                       got=len(actual), expected=len(expected)))
     worst = 0.0
     for e, a in zip(expected, actual):
         if not isinstance(a, torch.Tensor) or tuple(a.shape) != tuple(e.shape):
             shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
             return Verification(False, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
-                                reason=f"the equations give shape {shape}, forward() gives {tuple(e.shape)}")
+                                reason=msg("the equations give shape %(got)s, forward() gives %(expected)s",
+                                           got=str(shape), expected=str(tuple(e.shape))))
         scale = max(1.0, float(e.abs().max())) if e.numel() else 1.0
         err = float((a.to(e.dtype) - e).abs().max()) / scale if e.numel() else 0.0
         worst = max(worst, err if not math.isnan(err) else math.inf)
@@ -113,8 +117,10 @@ def verify(module: nn.Module, prog: Program, shapes: Shapes, budget_bytes: int, 
     if ok:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
         return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol,
                             dtype=str(dtype).removeprefix("torch."))
+    error, tolerance = f"{worst:.3g}", f"{tol:g}"
     return Verification(False, max_error=worst, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
-                        reason=f"the equations differ from forward() by {worst:.3g} (tolerance {tol:g})")
+                        reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
+                                   error=error, tolerance=tolerance))
 
 
 def reported_bound(error: float, tolerance: float) -> float:

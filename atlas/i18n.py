@@ -1,0 +1,195 @@
+"""Languages of the site: gettext catalogs (Babel .po files), locale-aware numbers, and Text.
+
+Pages are written once per language from the same data model. Everything the generator
+writes in words goes through a catalog: template strings (jinja2's i18n extension), the
+generator's own sentences (`msg`, kept as `Text` in the model until a page is rendered),
+and the reference pages' data. Names, docstrings and code from the model are shown as they
+are in every language, as are math and code.
+
+The catalogs are atlas/locale/<lang>/LC_MESSAGES/<domain>.po; `python -m atlas.i18n update`
+extracts the messages again (atlas/locale/<domain>.pot) and merges them into every .po.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import gettext as _gettext
+import io
+from pathlib import Path
+
+from babel import Locale
+from babel.lists import format_list
+from babel.numbers import format_decimal, format_percent
+
+DEFAULT = "en"
+LANGUAGES = {"en": "English", "es": "Español"}     # code -> the language's own name, for the switch
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+DOMAINS = ("atlas", "reference")
+
+# CLDR's <minimumGroupingDigits>, which Babel does not import: Spanish writes 4096 but 50.257
+# (common/main/es.xml). Locales not listed group from four digits, CLDR's default of 1.
+MIN_GROUPING_DIGITS = {"es": 2}
+
+_active: contextvars.ContextVar[str] = contextvars.ContextVar("atlas_language", default=DEFAULT)
+
+
+@contextlib.contextmanager
+def language(code: str):
+    """Render in `code` inside the block."""
+    if code not in LANGUAGES:
+        raise ValueError(f"unknown language {code!r}; known: {', '.join(LANGUAGES)}")
+    token = _active.set(code)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+def active() -> str:
+    return _active.get()
+
+
+@functools.lru_cache(maxsize=None)
+def catalog(code: str, domain: str):
+    """The Babel catalog of one language and domain, read from its .po file."""
+    from babel.messages.pofile import read_po
+    path = LOCALE_DIR / code / "LC_MESSAGES" / f"{domain}.po"
+    with path.open("rb") as f:
+        return read_po(f, locale=code, domain=domain)
+
+
+@functools.lru_cache(maxsize=None)
+def translations(code: str) -> _gettext.NullTranslations:
+    """All domains of one language as one gettext object; English is the source and needs none."""
+    if code == DEFAULT:
+        return _gettext.NullTranslations()
+    from babel.messages.mofile import write_mo
+    merged: _gettext.NullTranslations | None = None
+    for domain in DOMAINS:
+        buffer = io.BytesIO()
+        write_mo(buffer, catalog(code, domain))     # fuzzy entries are left out, as msgfmt does
+        buffer.seek(0)
+        t = _gettext.GNUTranslations(buffer)
+        if merged is None:
+            merged = t
+        else:
+            merged.add_fallback(t)
+    return merged
+
+
+def gettext(message: str) -> str:
+    return translations(active()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return translations(active()).ngettext(singular, plural, n)
+
+
+def number(n: int) -> str:
+    """An integer with the active locale's grouping: 4,096 and 50,257 (en), 4096 and 50.257 (es)."""
+    code = active()
+    digits = len(str(abs(int(n))))
+    grouped = digits >= 4 + MIN_GROUPING_DIGITS.get(code, 1) - 1
+    return format_decimal(int(n), locale=code, group_separator=grouped)
+
+
+def percent(share: float) -> str:
+    """A share with one decimal: 12.3% (en), 12,3 % (es)."""
+    return format_percent(share, "#,##0.0%", locale=active())
+
+
+def conjunction(items) -> str:
+    """["a", "b", "c"] -> "a, b, and c" (en), "a, b y c" (es)."""
+    items = [render(i) for i in items]
+    return format_list(items, locale=active()) if items else ""
+
+
+def locale_name(code: str) -> str:
+    return Locale.parse(code).display_name
+
+
+class Text(str):
+    """A sentence the generator writes, kept translatable until a page is rendered.
+
+    It is a str (its English text), so the data model, JSON and tests read it as text;
+    `render` gives it in the active language. Arguments: ints are formatted with the
+    locale's grouping, lists and tuples become a conjunction, Text nests.
+    """
+
+    msgid: str
+    plural: str | None
+    n: int | None
+    args: tuple
+    initial_lower: bool             # begin with a lower-case letter, for use inside a sentence
+
+    def __new__(cls, msgid: str, /, *, _plural: str | None = None, _n: int | None = None, _lower: bool = False,
+                **args):
+        items = tuple(sorted(args.items()))
+        self = super().__new__(cls, _translate(msgid, _plural, _n, items, _lower, None))
+        self.msgid, self.plural, self.n, self.args, self.initial_lower = msgid, _plural, _n, items, _lower
+        return self
+
+    def __reduce__(self):
+        return (_rebuild, (self.msgid, self.plural, self.n, self.args, self.initial_lower))
+
+    def lowered(self) -> Text:
+        return _rebuild(self.msgid, self.plural, self.n, self.args, True)
+
+    def translated(self) -> str:
+        return _translate(self.msgid, self.plural, self.n, self.args, self.initial_lower, translations(active()))
+
+
+def _translate(msgid, plural, n, args, lower, t) -> str:
+    """The text in the language of `t`; None means the source language, English."""
+    if t is None:
+        with language(DEFAULT):
+            text = _format(msgid if plural is None or n == 1 else plural, args)
+    else:
+        text = _format(t.gettext(msgid) if plural is None else t.ngettext(msgid, plural, n), args)
+    return text[:1].lower() + text[1:] if lower else text
+
+
+def _rebuild(msgid, plural, n, args, lower=False):
+    return Text(msgid, _plural=plural, _n=n, _lower=lower, **dict(args))
+
+
+def msg(msgid: str, /, **args) -> Text:
+    """A translatable sentence with %(name)s arguments. Extracted by `python -m atlas.i18n update`."""
+    return Text(msgid, **args)
+
+
+def msgn(singular: str, plural: str, n: int, **args) -> Text:
+    """A translatable sentence whose form depends on n; n is also an argument."""
+    return Text(singular, _plural=plural, _n=n, n=n, **args)
+
+
+def lowered(value):
+    """Text or str, beginning with a lower-case letter: "Learned gain" -> "learned gain" inside a sentence."""
+    if isinstance(value, Text):
+        return value.lowered()
+    return value[:1].lower() + value[1:]
+
+
+def _arg(value) -> str:
+    if isinstance(value, Text):
+        return value.translated()
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return number(value)
+    if isinstance(value, (list, tuple)):
+        return conjunction(value)
+    return str(value)
+
+
+def _format(template: str, args: tuple) -> str:
+    return template % {k: _arg(v) for k, v in args} if args else template
+
+
+def render(value) -> str:
+    """Text in the active language; anything else (names, docstrings, code) as it is."""
+    if isinstance(value, Text):
+        return value.translated()
+    return "" if value is None else str(value)
