@@ -33,12 +33,12 @@ def _new(domain: str, locale: str | None = None) -> Catalog:
                    creation_date=EPOCH, revision_date=EPOCH, fuzzy=False, charset="utf-8")
 
 
-def extract(domain: str) -> Catalog:
+def extract(domain: str, templates: Path | None = None) -> Catalog:
     """A fresh template catalog of one domain, from the sources as they are now."""
     catalog = _new(domain)
     if domain == "atlas":
         from atlas import render
-        sources = [(render.REPO_TEMPLATES, [("**.j2", "jinja2.ext:babel_extract")], "templates"),
+        sources = [(templates or render.REPO_TEMPLATES, [("**.j2", "jinja2.ext:babel_extract")], "templates"),
                    (PACKAGE, [("**.py", "python")], "atlas")]
         for directory, method_map, prefix in sources:
             for file, line, message, comments, context in extract_from_dir(
@@ -81,12 +81,12 @@ def update() -> None:
             _write(path, catalog)
 
 
-def missing(code: str) -> list[str]:
+def missing(code: str, templates: Path | None = None) -> list[str]:
     """Each message of the sources that `code` does not translate, or translates with other placeholders."""
     problems = []
     for domain in i18n.DOMAINS:
         translated = i18n.catalog(code, domain)
-        for message in extract(domain):
+        for message in extract(domain, templates):
             if not message.id:
                 continue
             found = translated.get(message.id, context=message.context)
@@ -95,8 +95,7 @@ def missing(code: str) -> list[str]:
                                                        else [found.string]):
                 problems.append(f"{domain}: no {code} translation of {key!r}")
                 continue
-            for _msg, errors in [(found, list(found.check(translated)))]:
-                problems.extend(f"{domain}: {key!r}: {e}" for e in errors)
+            problems.extend(f"{domain}: {key!r}: {e}" for e in found.check(translated))
     return problems
 
 

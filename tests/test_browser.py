@@ -79,7 +79,8 @@ def test_every_page_loads_clean(server, browser):
     components = len(json.loads((site / "ldlm" / "atlas.json").read_text())["components"])
     references = len(list((site / "reference").glob("*/index.html")))
     assert references == 6
-    assert checked == components + references + 1          # every component page, reference page and the home
+    # every component page, reference page and the home, in English and in Spanish
+    assert checked == 2 * (components + references + 1)
     broken = []
     for link in sorted(links):
         try:
@@ -162,4 +163,49 @@ def test_screenshot_of_layernorm_page(server, browser):
     assert page.locator(".katex").count() > 0
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "layernorm.png"), full_page=True)
+    page.close()
+
+
+def test_reference_page(server, browser):
+    base, _ = server
+    page = browser.new_page()
+    page.goto(base + "reference/layernorm/")
+    headings = page.locator("h2").all_inner_texts()
+    assert [h.rstrip("¶") for h in headings[:4]] == ["Definition", "Parameters", "Math", "Examples"]
+    assert page.locator(".atlas-verified .katex, .arithmatex .katex").count() > 0
+    assert "output shape: (4, 100, 512)" in page.locator("pre").all_inner_texts().__str__()
+    # "Used in" links to the component pages that instantiate it, and they link back
+    page.locator("a", has_text="LDLM › LayerNorm").first.click()
+    page.wait_for_url("**/ldlm/latent_encoder/blocks/mlp/layer_norm/")
+    page.locator("a", has_text="torch.nn.LayerNorm").first.click()
+    page.wait_for_url("**/reference/layernorm/")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "reference-layernorm.png"), full_page=True)
+    page.close()
+
+
+def test_spanish_site_and_language_switch(server, browser):
+    base, _ = server
+    page = browser.new_page()
+    page.goto(base + "ldlm/latent_encoder/blocks/")
+    page.locator(".md-header .md-select").first.hover()
+    page.locator('.md-select__link[hreflang="es"]').click()
+    page.wait_for_url("**/es/ldlm/latent_encoder/blocks/")
+    assert page.locator("html").get_attribute("lang") == "es"
+    text = page.locator("article").inner_text()
+    assert "× 6 instancias = 49.587.456" in text and "Rutas del módulo" in text
+    assert page.locator(".md-search__input").get_attribute("placeholder") == "Búsqueda"
+    # the interactive parts work in Spanish too: the steps open, the math is rendered
+    page.locator("details summary", has_text="Los 30 pasos").click()
+    assert page.locator("details .katex-display").nth(29).is_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "encoder-block-es.png"), full_page=True)
+    page.goto(base + "es/reference/layernorm/")
+    assert page.locator("h2").first.inner_text().rstrip("¶") == "Definición"
+    page.screenshot(path=str(ARTIFACTS / "reference-layernorm-es.png"), full_page=True)
+    page.locator(".md-header .md-select").first.hover()
+    page.locator('.md-select__link[hreflang="en"]').click()
+    page.wait_for_url("**/reference/layernorm/")
+    assert page.url.endswith("/reference/layernorm/") and "/es/" not in page.url
+    assert page.locator("html").get_attribute("lang") == "en"
     page.close()

@@ -74,3 +74,27 @@ def test_plugin_takes_per_model_inputs(tmp_path):
     assert "**in:** `input` [B batch, 3]" in page
     html = (tmp_path / "site" / "sequential" / "0" / "index.html").read_text()
     assert 'class="katex"' in html
+
+
+def test_language_switch_links_pairs(built_site):
+    """Every page, in each language, links its language switch to the same page in the other one."""
+    import re
+    import urllib.parse
+    site, _ = built_site
+    english = sorted(p for p in site.rglob("index.html") if not p.relative_to(site).as_posix().startswith("es/")
+                     and p.parent != site / "search")
+    assert len(english) == 83
+    for page in english:
+        rel = page.relative_to(site)
+        pair = site / "es" / rel
+        assert pair.is_file(), rel
+        for here, other, lang in ((page, pair, "es"), (pair, page, "en")):
+            html = here.read_text()
+            assert f'<html lang="{"en" if lang == "es" else "es"}"' in html
+            href = re.search(rf'<a href="([^"]*)" hreflang="{lang}"', html).group(1)
+            # the home pages link the other language's root, as the plugin's `link` says: "/es/", "/"
+            target = urllib.parse.urljoin("/" + here.relative_to(site).as_posix(), href).lstrip("/")
+            target = target + "index.html" if target.endswith("/") or target == "" else target
+            assert (site / target).resolve() == other.resolve(), (here, href)
+    spanish = (site / "es" / "reference" / "layernorm" / "index.html").read_text()
+    assert "Preguntas frecuentes" in spanish and "Definición" in spanish

@@ -1,0 +1,88 @@
+"""Two languages: Babel catalogs complete for every string, CLDR numbers, pages in pairs."""
+
+import pickle
+import shutil
+
+import pytest
+
+from atlas import catalogs, i18n, paths
+from atlas.i18n import msg, msgn
+from conftest import ROOT
+
+
+def test_every_message_has_a_spanish_translation():
+    assert catalogs.missing("es") == []
+
+
+def test_a_new_template_string_without_translation_fails(tmp_path):
+    templates = tmp_path / "templates"
+    shutil.copytree(ROOT / "templates", templates)
+    page = templates / "component.md.j2"
+    page.write_text(page.read_text() + '\n{{ _("A sentence no translator has seen") }}\n')
+    assert catalogs.missing("es", templates) == ["atlas: no es translation of 'A sentence no translator has seen'"]
+
+
+def test_the_message_templates_are_current():
+    """atlas/locale/<domain>.pot holds what `python -m atlas.catalogs update` extracts now."""
+    from babel.messages.pofile import read_po
+    for domain in i18n.DOMAINS:
+        with (i18n.LOCALE_DIR / f"{domain}.pot").open("rb") as f:
+            stored = {m.id for m in read_po(f) if m.id}
+        assert stored == {m.id for m in catalogs.extract(domain) if m.id}, domain
+
+
+@pytest.mark.parametrize("code, small, large", [("en", "9,216", "49,587,456"), ("es", "9216", "49.587.456")])
+def test_numbers_follow_cldr(code, small, large):
+    with i18n.language(code):
+        assert (i18n.number(9216), i18n.number(49587456)) == (small, large)
+
+
+def test_text_is_english_until_rendered_in_a_language():
+    t = msg("%(name)s owns its %(owned)s: %(count)s parameters per instance.", name="LayerNorm",
+            owned=(msg("Learned gain").lowered(), msg("Learned bias").lowered()), count=1536)
+    assert t == "LayerNorm owns its learned gain and learned bias: 1,536 parameters per instance."
+    with i18n.language("es"):
+        assert i18n.render(t) == "LayerNorm posee ganancia aprendida y sesgo aprendido: 1536 parámetros por instancia."
+    assert pickle.loads(pickle.dumps(t)).translated() == t
+    assert msgn("forward() computes the step shown above, checked against it on random inputs "
+                "(max error within %(error)s).",
+                "forward() computes the %(n)s steps shown above, checked against it on random inputs "
+                "(max error within %(error)s).", 30, error="1e-12").startswith("forward() computes the 30 steps")
+
+
+def test_every_page_has_its_spanish_pair(ldlm_files):
+    english = {p for p in ldlm_files if p.endswith(".md") and not p.endswith(".es.md")}
+    spanish = {p for p in ldlm_files if p.endswith(".es.md")}
+    assert len(english) == 76 and spanish == {paths.localized(p, "es") for p in english}
+
+
+def test_spanish_encoder_block_page(ldlm_files):
+    page = ldlm_files["ldlm/latent_encoder/blocks/index.es.md"]
+    assert "**parámetros:** 8.264.576 · × 6 instancias = 49.587.456" in page
+    assert "En las 6 instancias: 8.264.576 × 6 = 49.587.456 parámetros." in page
+    assert "## Rutas del módulo" in page and "Los 30 pasos" in page
+    assert "**Verificado:** estas ecuaciones" in page
+    # the math is the same in both languages
+    english = ldlm_files["ldlm/latent_encoder/blocks/index.md"]
+    assert [l for l in page.splitlines() if l.startswith("\\htmlData")] == \
+        [l for l in english.splitlines() if l.startswith("\\htmlData")]
+
+
+def test_spanish_layernorm_page(ldlm_files):
+    page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.es.md"]
+    assert "**parámetros:** 1536 · × 6 instancias = 9216" in page
+    assert "| Ganancia aprendida `weight` | 768 | 768 |" in page
+    assert "/es/ldlm/latent_encoder/blocks/mlp/layer_norm/" in page
+
+
+def test_spanish_reference_page():
+    from atlas import pipeline
+    files = pipeline.generate().files
+    page = files["reference/layernorm.es.md"]
+    for title in ("## Definición", "## Parámetros", "## Matemáticas", "## Ejemplos", "## Preguntas frecuentes",
+                  "## Casos de uso", "## Se usa en", "## Comparación de capas de normalización"):
+        assert title in page, title
+    assert "| `torch.nn.BatchNorm1d` | el lote (por canal) | sí |" in page
+    # the examples, their code and output are shared
+    english = files["reference/layernorm.md"]
+    assert page.count("```python") == english.count("```python") and "output shape: (4, 100, 512)" in page
