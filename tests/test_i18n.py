@@ -86,3 +86,12 @@ def test_spanish_reference_page():
     # the examples, their code and output are shared
     english = files["reference/layernorm.md"]
     assert page.count("```python") == english.count("```python") and "output shape: (4, 100, 512)" in page
+
+
+def test_english_without_babel_is_what_cldr_says():
+    from babel.lists import format_list
+    from babel.numbers import format_decimal
+    for n in (0, 7, 999, 1000, 9216, 12345, 49587456, 70553706496, -4608):
+        assert i18n.english_number(n) == format_decimal(n, locale="en")
+    for items in (["a"], ["a", "b"], ["a", "b", "c"], ["GPT-2", "Latent encoder", "Denoiser", "Latent decoder"]):
+        assert i18n.english_list(items) == format_list(items, locale="en")
