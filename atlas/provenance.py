@@ -76,6 +76,12 @@ def locate(file: str, repo_url: str | None) -> Source:
     return Source(path.name, "file", None, msg("not under version control"))
 
 
+@functools.lru_cache(maxsize=None)
+def _file_lines(file: str) -> tuple[str, ...]:
+    return tuple(Path(file).read_text().splitlines())
+
+
+@functools.lru_cache(maxsize=None)
 def _class_lines(cls: type) -> tuple[list[str], int, str] | None:
     try:
         lines, start = inspect.getsourcelines(cls)
@@ -84,6 +90,7 @@ def _class_lines(cls: type) -> tuple[list[str], int, str] | None:
         return None
 
 
+@functools.lru_cache(maxsize=None)
 def _method_span(cls: type, name: str) -> tuple[int, int] | None:
     """Lines of a method, from the class that defines it along the MRO, if that class is in the same file."""
     owner = next((k for k in cls.__mro__ if name in k.__dict__ and k is not nn.Module), None)
@@ -102,13 +109,14 @@ def _method_span(cls: type, name: str) -> tuple[int, int] | None:
     return start, start + len(lines) - 1
 
 
+@functools.lru_cache(maxsize=None)
 def excerpts(cls: type) -> tuple[Excerpt, ...]:
     """The class header with its docstring, then __init__ through forward."""
     found = _class_lines(cls)
     if found is None:
         return ()
     lines, start, file = found
-    all_lines = Path(file).read_text().splitlines()
+    all_lines = _file_lines(file)
     header_end = start + min(len(lines), HEADER_LINES) - 1
     spans = [(start, header_end)]
     methods = [s for s in (_method_span(cls, "__init__"), _method_span(cls, "forward")) if s]
@@ -155,7 +163,7 @@ def _assignment_lines(cls: type, attr: str) -> tuple[int, int] | None:
 
 
 def _claim(text: str, check: str, file: str, src_file: str, start: int, end: int) -> Claim:
-    lines = Path(src_file).read_text().splitlines()[start - 1:end]
+    lines = _file_lines(src_file)[start - 1:end]
     return Claim(text, check, file, start, end, "\n".join(lines))
 
 
