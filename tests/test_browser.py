@@ -47,6 +47,19 @@ def browser(tmp_path_factory):
         context.close()
 
 
+def _screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def _switch_language(page, code: str, url_glob: str) -> None:
+    """Use the header's language switch, as a reader does: hover it, pick the language."""
+    page.locator(".md-header .md-select").first.hover()
+    page.locator(f'.md-select__link[hreflang="{code}"]').click()
+    page.wait_for_url(url_glob)
+    assert page.locator("html").get_attribute("lang") == code
+
+
 def _pages(site: Path) -> list[str]:
     return sorted(p.relative_to(site).as_posix() for p in site.rglob("index.html"))
 
@@ -125,8 +138,7 @@ def test_all_steps_expand_and_open_from_a_link(server, browser):
     summary.click()
     displays = page.locator("details .katex-display")
     assert displays.count() == 30 and all(displays.nth(i).is_visible() for i in range(30))
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "encoder-block.png"), full_page=True)
+    _screenshot(page, "encoder-block.png")
     page.goto(base + "ldlm/latent_encoder/blocks/attn/#step-21")
     page.wait_for_function("document.querySelector('details').open === true")
     assert page.locator("#step-21").is_visible() or page.locator("details").first.get_attribute("open") is not None
@@ -161,8 +173,7 @@ def test_screenshot_of_layernorm_page(server, browser):
     page = browser.new_page()
     page.goto(base + "ldlm/latent_encoder/blocks/mlp/layer_norm/")
     assert page.locator(".katex").count() > 0
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "layernorm.png"), full_page=True)
+    _screenshot(page, "layernorm.png")
     page.close()
 
 
@@ -173,14 +184,13 @@ def test_reference_page(server, browser):
     headings = page.locator("h2").all_inner_texts()
     assert [h.rstrip("¶") for h in headings[:4]] == ["Definition", "Parameters", "Math", "Examples"]
     assert page.locator(".atlas-verified .katex, .arithmatex .katex").count() > 0
-    assert "output shape: (4, 100, 512)" in page.locator("pre").all_inner_texts().__str__()
+    assert "output shape: (4, 100, 512)" in " ".join(page.locator("pre").all_inner_texts())
     # "Used in" links to the component pages that instantiate it, and they link back
     page.locator("a", has_text="LDLM › LayerNorm").first.click()
     page.wait_for_url("**/ldlm/latent_encoder/blocks/mlp/layer_norm/")
     page.locator("a", has_text="torch.nn.LayerNorm").first.click()
     page.wait_for_url("**/reference/layernorm/")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "reference-layernorm.png"), full_page=True)
+    _screenshot(page, "reference-layernorm.png")
     page.close()
 
 
@@ -188,24 +198,17 @@ def test_spanish_site_and_language_switch(server, browser):
     base, _ = server
     page = browser.new_page()
     page.goto(base + "ldlm/latent_encoder/blocks/")
-    page.locator(".md-header .md-select").first.hover()
-    page.locator('.md-select__link[hreflang="es"]').click()
-    page.wait_for_url("**/es/ldlm/latent_encoder/blocks/")
-    assert page.locator("html").get_attribute("lang") == "es"
+    _switch_language(page, "es", "**/es/ldlm/latent_encoder/blocks/")
     text = page.locator("article").inner_text()
     assert "× 6 instancias = 49.587.456" in text and "Rutas del módulo" in text
     assert page.locator(".md-search__input").get_attribute("placeholder") == "Búsqueda"
     # the interactive parts work in Spanish too: the steps open, the math is rendered
     page.locator("details summary", has_text="Los 30 pasos").click()
     assert page.locator("details .katex-display").nth(29).is_visible()
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "encoder-block-es.png"), full_page=True)
+    _screenshot(page, "encoder-block-es.png")
     page.goto(base + "es/reference/layernorm/")
     assert page.locator("h2").first.inner_text().rstrip("¶") == "Definición"
-    page.screenshot(path=str(ARTIFACTS / "reference-layernorm-es.png"), full_page=True)
-    page.locator(".md-header .md-select").first.hover()
-    page.locator('.md-select__link[hreflang="en"]').click()
-    page.wait_for_url("**/reference/layernorm/")
+    _screenshot(page, "reference-layernorm-es.png")
+    _switch_language(page, "en", "**/reference/layernorm/")
     assert page.url.endswith("/reference/layernorm/") and "/es/" not in page.url
-    assert page.locator("html").get_attribute("lang") == "en"
     page.close()
