@@ -169,6 +169,8 @@ def test_unsupported_construct_is_reported_not_crashed(tmp_path, capsys):
     assert "not derived for 1" in out
     page = (tmp_path / "unsupported" / "index.md").read_text()
     assert "**Equations not derived:** unsupported tensor method .permute() (models.py:" in page
+    spanish = (tmp_path / "unsupported" / "index.es.md").read_text()
+    assert "**Ecuaciones no derivadas:** método de tensor .permute() no admitido (models.py:" in spanish
 
 
 def test_subclass_with_own_forward_is_not_a_linear():

@@ -26,6 +26,7 @@ from atlas.equations import leaves, ops
 from atlas.equations.leaves import Unsupported
 from atlas.equations.program import Binding, Loop, Program, Stmt
 from atlas.equations.symbols import primed, subscripted, tex_name
+from atlas.i18n import msg
 
 EPS_NAMES = {"eps", "epsilon", "variance_epsilon", "norm_eps"}
 GAIN_NAMES = {"gain": r"\gamma", "gamma": r"\gamma", "scale": r"\gamma", "beta": r"\beta"}
@@ -134,7 +135,7 @@ class Deriver:
             elif param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
                 continue
             else:
-                raise Unsupported(f"forward() parameter {param.name!r} has no example input")
+                raise Unsupported(msg("forward() parameter %(name)s has no example input", name=repr(param.name)))
         if builder is not None:
             leaf = leaves.build(module, self.prog, "", ins, None)
             self.prog.summary = leaf.summary
@@ -175,7 +176,7 @@ class Deriver:
             lines, first = inspect.getsourcelines(fn)
             file = inspect.getsourcefile(fn) or "?"
         except (OSError, TypeError):
-            raise Unsupported(f"the source of {type(module).__name__}.forward is not available") from None
+            raise Unsupported(msg("the source of %(cls_name)s.forward is not available", cls_name=type(module).__name__)) from None
         frame = Frame(module, path, depth, section, file, first)
         frame.tree = ast.parse(textwrap.dedent("".join(lines)))
         return frame
@@ -183,16 +184,17 @@ class Deriver:
     def _call_forward(self, frame: Frame):
         fn = frame.tree.body[0]
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            raise Unsupported(f"{type(frame.module).__name__}.forward is not a plain function")
+            raise Unsupported(msg("%(cls_name)s.forward is not a plain function", cls_name=type(frame.module).__name__))
         self._body(frame, fn.body)
         if frame.ret is None:
-            raise self._err(frame, fn, "forward() has no return statement")
+            raise self._err(frame, fn, msg("forward() has no return statement"))
         return frame.ret
 
     def _err(self, frame: Frame, node, what: str) -> Unsupported:
         line = frame.first_line + getattr(node, "lineno", 1) - 1
         import os
-        return Unsupported(f"{what} ({os.path.basename(frame.file)}:{line})")
+        place = f"{os.path.basename(frame.file)}:{line}"
+        return Unsupported(msg("%(what)s (%(place)s)", what=what, place=place))
 
     # -- statements --------------------------------------------------------------------------
     def _body(self, frame: Frame, body: list) -> bool:
@@ -225,7 +227,7 @@ class Deriver:
         if isinstance(node, ast.For):
             self._loop(frame, node)
             return False
-        raise self._err(frame, node, f"unsupported statement {type(node).__name__}")
+        raise self._err(frame, node, msg("unsupported statement %(kind)s", kind=type(node).__name__))
 
     def _assign(self, frame: Frame, target, value, node) -> None:
         if isinstance(target, ast.Name):
@@ -237,7 +239,7 @@ class Deriver:
             for name, item in zip(names, items):
                 self._bind(frame, name, item, node)
             return
-        raise self._err(frame, node, "unsupported assignment target")
+        raise self._err(frame, node, msg("unsupported assignment target"))
 
     def _unpack(self, frame: Frame, value, n: int, node) -> list:
         if isinstance(value, Tup) and len(value.items) == n:
@@ -255,7 +257,7 @@ class Deriver:
             return out
         if isinstance(value, Tensor):
             return [Tensor(ops.Item(value.expr, i)) for i in range(n)]
-        raise self._err(frame, node, "cannot unpack this value")
+        raise self._err(frame, node, msg("cannot unpack this value"))
 
     def _bind(self, frame: Frame, name: str, value, node) -> None:
         if isinstance(value, Tensor):
@@ -283,12 +285,12 @@ class Deriver:
                 and isinstance(body[0], ast.Assign) and isinstance(body[0].targets[0], ast.Name)
                 and isinstance(body[0].value, ast.Call) and isinstance(body[0].value.func, ast.Name)
                 and body[0].value.func.id == node.target.id):
-            raise self._err(frame, node, "unsupported loop (only `for m in self.<list>: x = m(x, ...)`)")
+            raise self._err(frame, node, msg("unsupported loop (only `for m in self.<list>: x = m(x, ...)`)"))
         carried = body[0].targets[0].id
         start = self._tensor(frame.vars.get(carried), frame, node)
         args = tuple(self._tensor(self._expr(frame, a), frame, node).expr for a in body[0].value.args)
         if start.expr not in args:
-            raise self._err(frame, node, "the loop does not pass its value from one module to the next")
+            raise self._err(frame, node, msg("the loop does not pass its value from one module to the next"))
         mods = self.prog.symbol(f"{seq.path}@list", seq.attr, Binding("modules", seq.path))
         first = seq.modules[0]
         name = getattr(type(first), "__name__", "Module")
@@ -308,7 +310,7 @@ class Deriver:
             return value.value
         if isinstance(value, Size) and value.static is not None:
             return value.static
-        raise self._err(frame, node, "a condition that depends on tensor values")
+        raise self._err(frame, node, msg("a condition that depends on tensor values"))
 
     # -- expressions ---------------------------------------------------------------------------
     def _expr(self, frame: Frame, node):
@@ -338,7 +340,7 @@ class Deriver:
                 a = left.value if isinstance(left, Const) else left.static
                 b = right.value if isinstance(right, Const) else right.static
                 if isinstance(left, Size) and a is None or isinstance(right, Size) and b is None:
-                    raise self._err(frame, node, "a comparison of sizes known only at run time")
+                    raise self._err(frame, node, msg("a comparison of sizes known only at run time"))
                 op = node.ops[0]
                 table = {ast.Is: lambda: a is b, ast.IsNot: lambda: a is not b, ast.Eq: lambda: a == b,
                          ast.NotEq: lambda: a != b, ast.Lt: lambda: a < b, ast.Gt: lambda: a > b,
@@ -354,7 +356,7 @@ class Deriver:
             return self._call(frame, node)
         if isinstance(node, ast.IfExp):
             return self._expr(frame, node.body if self._static(frame, node.test) else node.orelse)
-        raise self._err(frame, node, f"unsupported expression {type(node).__name__}")
+        raise self._err(frame, node, msg("unsupported expression %(kind)s", kind=type(node).__name__))
 
     def _name(self, frame: Frame, node: ast.Name):
         if node.id in frame.vars:
@@ -372,7 +374,7 @@ class Deriver:
             return Namespace("F")
         if glob is math:
             return Namespace("math")
-        raise self._err(frame, node, f"unknown name {node.id!r}")
+        raise self._err(frame, node, msg("unknown name %(name)s", name=repr(node.id)))
 
     def _attribute(self, frame: Frame, node: ast.Attribute):
         base = self._expr(frame, node.value)
@@ -399,7 +401,7 @@ class Deriver:
                 return Const(getattr(math, attr))
             full = f"{base.name}.{attr}"
             return Namespace({"torch.nn.functional": "F", "nn.functional": "F", "torch.nn": "nn"}.get(full, full))
-        raise self._err(frame, node, f"unsupported attribute .{attr}")
+        raise self._err(frame, node, msg("unsupported attribute .%(attr)s", attr=attr))
 
     def _self_attr(self, frame: Frame, attr: str, node):
         module = frame.module
@@ -429,7 +431,7 @@ class Deriver:
             return Tensor(sympy.Float(value))
         if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
             return Tup([Size(sympy.Integer(v), v) for v in value])
-        raise self._err(frame, node, f"unsupported attribute self.{attr} ({type(value).__name__})")
+        raise self._err(frame, node, msg("unsupported attribute self.%(attr)s (%(kind)s)", attr=attr, kind=type(value).__name__))
 
     def _static_of(self, frame: Frame, expr):
         """Fixed sizes of a tensor, where it is one of the component's inputs (None for symbolic dims)."""
@@ -450,7 +452,7 @@ class Deriver:
             return base.items[int(self._static(frame, index))]
         if isinstance(base, Tensor):
             return Tensor(self._index(frame, base.expr, index, node))
-        raise self._err(frame, node, "unsupported subscript")
+        raise self._err(frame, node, msg("unsupported subscript"))
 
     def _index(self, frame: Frame, x, index, node):
         parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
@@ -476,7 +478,7 @@ class Deriver:
                 if isinstance(p, ast.Constant):
                     out = ops.Unsqueeze(out, i)
             return out
-        raise self._err(frame, node, "unsupported tensor indexing")
+        raise self._err(frame, node, msg("unsupported tensor indexing"))
 
     def _size(self, frame: Frame, node, default):
         if node is None:
@@ -486,7 +488,7 @@ class Deriver:
             return value.expr
         if isinstance(value, Const) and isinstance(value.value, int):
             return sympy.Integer(value.value)
-        raise self._err(frame, node, "a slice bound that is not a size")
+        raise self._err(frame, node, msg("a slice bound that is not a size"))
 
     def _tensor(self, value, frame: Frame, node) -> Tensor:
         if isinstance(value, Tensor):
@@ -495,7 +497,7 @@ class Deriver:
             return Tensor(value.expr)
         if isinstance(value, Const) and isinstance(value.value, (int, float)) and not isinstance(value.value, bool):
             return Tensor(sympy.Integer(value.value) if isinstance(value.value, int) else sympy.Float(value.value))
-        raise self._err(frame, node, f"expected a tensor, got {type(value).__name__}")
+        raise self._err(frame, node, msg("expected a tensor, got %(kind)s", kind=type(value).__name__))
 
     def _binop(self, frame: Frame, op, left, right, node):
         if isinstance(left, (Size, Const)) and isinstance(right, (Size, Const)):
@@ -516,7 +518,7 @@ class Deriver:
         table = {ast.Add: ops.Add, ast.Sub: ops.Sub, ast.Mult: ops.Mul, ast.Div: ops.Div, ast.MatMult: ops.MatMul,
                  ast.Pow: ops.Pow, ast.FloorDiv: ops.FloorDiv}
         if type(op) not in table:
-            raise self._err(frame, node, f"unsupported operator {type(op).__name__}")
+            raise self._err(frame, node, msg("unsupported operator %(kind)s", kind=type(op).__name__))
         trailing = l_t.trailing + r_t.trailing
         return Tensor(table[type(op)](l_t.expr, r_t.expr), trailing=trailing)
 
@@ -542,10 +544,10 @@ class Deriver:
             elif isinstance(base, (Tensor, Size)):
                 return self._method(frame, base, func.attr, args, kwargs, node)
             else:
-                raise self._err(frame, node, f"unsupported call .{func.attr}()")
+                raise self._err(frame, node, msg("unsupported call .%(method)s()", method=func.attr))
         if isinstance(callee, ModuleRef):
             return self._child(frame, callee, args, kwargs, node)
-        raise self._err(frame, node, "unsupported call")
+        raise self._err(frame, node, msg("unsupported call"))
 
     def _child(self, frame: Frame, ref: ModuleRef, args, kwargs, node):
         child = ref.module
@@ -554,7 +556,7 @@ class Deriver:
         params = list(inspect.signature(child.forward).parameters)
         for name, value in kwargs.items():
             if name not in params:
-                raise self._err(frame, node, f"unknown keyword {name!r} for {type(child).__name__}")
+                raise self._err(frame, node, msg("unknown keyword %(name)s for %(cls_name)s", name=repr(name), cls_name=type(child).__name__))
         exprs = [a.expr for a in ins]
         builder = leaves.builder_for(child)
         if builder is not None:
@@ -631,7 +633,7 @@ class Deriver:
                 leaf = leaves.REGISTRY[cls](leaves._B(frame.module, self.prog, frame.path, None), *ins)
                 self.prog.stmts.extend(leaf.stmts)
                 return Tensor(leaf.out)
-        raise self._err(frame, node, "super().forward() of a class with no registered equations")
+        raise self._err(frame, node, msg("super().forward() of a class with no registered equations"))
 
     def _definition(self, expr):
         """The expression a step assigned to a symbol, else the expression itself."""
@@ -646,15 +648,15 @@ class Deriver:
         passed = {k: v for k, v in (kwargs or {}).items()
                   if not (isinstance(v, Const) and v.value is _default(ref.module, k))}
         if passed:
-            raise Unsupported(f"a call of {type(ref.module).__name__} with keyword arguments "
-                              f"({', '.join(sorted(passed))})")
+            raise Unsupported(msg("a call of %(cls_name)s with keyword arguments (%(names)s)",
+                                  cls_name=type(ref.module).__name__, names=", ".join(sorted(passed))))
         name = type(ref.module).__name__
         sym = self.prog.symbol(f"{ref.path}@", rf"\operatorname{{{name}}}", Binding("module", ref.path))
         return ops.Call(sym, *exprs)
 
     def _method(self, frame: Frame, base, name: str, args, kwargs, node):
         if isinstance(base, Size):
-            raise self._err(frame, node, f"unsupported method .{name}() on a size")
+            raise self._err(frame, node, msg("unsupported method .%(method)s() on a size", method=name))
         x = base.expr
         dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
 
@@ -683,7 +685,7 @@ class Deriver:
                 return Tensor(ops.Cast(x, target.expr))
             if target is None or isinstance(target, Const):      # .to(device) and the like
                 return base
-            raise self._err(frame, node, "unsupported .to() argument")
+            raise self._err(frame, node, msg("unsupported .to() argument"))
         if name in ("split",):
             split_dim = kwargs.get("dim", args[1] if len(args) > 1 else Const(0))
             return Split(x, args[0], int(_value(split_dim)))
@@ -720,7 +722,7 @@ class Deriver:
         if name == "mean" and _value(kwargs.get("keepdim", Const(False))):
             d = int(_value(kwargs.get("dim", args[0] if args else Const(-1))))
             return Tensor(ops.Mean(x, d, ops.Label("n")))
-        raise self._err(frame, node, f"unsupported tensor method .{name}()")
+        raise self._err(frame, node, msg("unsupported tensor method .%(method)s()", method=name))
 
     def _function(self, frame: Frame, name: str, args, kwargs, node):
         tensors = lambda: [self._tensor(a, frame, node).expr for a in args]  # noqa: E731
@@ -735,7 +737,7 @@ class Deriver:
         if name == "torch.cat":
             parts = args[0].items if isinstance(args[0], Tup) else None
             if parts is None:
-                raise self._err(frame, node, "torch.cat of something other than a list")
+                raise self._err(frame, node, msg("torch.cat of something other than a list"))
             d = int(_value(kwargs.get("dim", args[1] if len(args) > 1 else Const(0))))
             return Tensor(ops.Cat(d, *(self._tensor(p, frame, node).expr for p in parts)))
         if name == "torch.linalg.vector_norm" and _value(kwargs.get("keepdim", Const(False))):
@@ -745,7 +747,7 @@ class Deriver:
             return Tensor(ops.Max(self._tensor(args[0], frame, node).expr, low.expr), trailing=low.trailing)
         if name == "torch.arange" and len(args) in (1, 2) and not kwargs.keys() - {"dtype", "device"}:
             if len(args) == 2 and _value(args[0]) != 0:
-                raise self._err(frame, node, "torch.arange with a start other than 0")
+                raise self._err(frame, node, msg("torch.arange with a start other than 0"))
             return Tensor(ops.Arange(self._tensor(args[-1], frame, node).expr))
         if name == "F.layer_norm":
             return self._layer_norm(frame, args, kwargs, node)
@@ -768,7 +770,7 @@ class Deriver:
             plain = (_value(kwargs.get("attn_mask", Const(None))) is None
                      and not _value(kwargs.get("dropout_p", Const(0))) and "scale" not in kwargs)
             if not plain or len(args) != 3:
-                raise self._err(frame, node, "scaled_dot_product_attention with a mask, dropout or scale")
+                raise self._err(frame, node, msg("scaled_dot_product_attention with a mask, dropout or scale"))
             q, k, v = tensors()
             causal = bool(_value(kwargs.get("is_causal", Const(False))))
             head = self._definition(q)
@@ -777,7 +779,7 @@ class Deriver:
             else:
                 scale = ops.Sqrt(ops.ShapeOf(q, -1))
             return Tensor(ops.Attention(q, k, v, sympy.true if causal else sympy.false, scale))
-        raise self._err(frame, node, f"unsupported function {name}()")
+        raise self._err(frame, node, msg("unsupported function %(function)s()", function=name))
 
 
 class _GeluTanh:
@@ -790,12 +792,12 @@ def _value(v):
         return v.value
     if isinstance(v, Size) and v.static is not None:
         return v.static
-    raise Unsupported("a value that is known only at run time")
+    raise Unsupported(msg("a value that is known only at run time"))
 
 
 def _num(v):
     if isinstance(v, bool) or v is None:
-        raise Unsupported(f"arithmetic on {v!r}")
+        raise Unsupported(msg("arithmetic on %(value)s", value=repr(v)))
     return sympy.Integer(v) if isinstance(v, int) else sympy.Float(v)
 
 

@@ -71,7 +71,7 @@ def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
     try:
         prog, status = program_for(module, comp)
     except Unsupported as exc:
-        return Equations(EquationStatus.NOT_DERIVED, reason=str(exc)), comp.summary
+        return Equations(EquationStatus.NOT_DERIVED, reason=exc.reason), comp.summary
     sentence = prog.summary if prog.summary and not getattr(module, "atlas_summary", None) else comp.summary
     base = comp.module_paths[0]
     shown = [s for s in prog.stmts if s.shown]

@@ -23,6 +23,11 @@ from atlas.i18n import msg
 class Unsupported(Exception):
     """A construct the atlas cannot turn into equations; the message says which."""
 
+    @property
+    def reason(self):
+        """The message as given: a translatable Text, for the page in each language."""
+        return self.args[0] if self.args else str(self)
+
 
 @dataclass
 class Leaf:
@@ -73,7 +78,7 @@ def linear(b: _B, x):
 def layer_norm(b: _B, x):
     m = b.module
     if len(m.normalized_shape) != 1:
-        raise Unsupported(f"LayerNorm over {len(m.normalized_shape)} axes")
+        raise Unsupported(msg("LayerNorm over %(n)s axes", n=len(m.normalized_shape)))
     d = sympy.Integer(m.normalized_shape[0])
     eps, eps_stmt = b.const("eps", r"\varepsilon", float(m.eps))
     mu, s1 = b.step("mu", r"\mu", ops.Mean(x, -1, d), lhs=r"\mu_d(x)")
@@ -89,10 +94,10 @@ def layer_norm(b: _B, x):
 def rms_norm(b: _B, x):
     m = b.module
     if len(m.normalized_shape) != 1:
-        raise Unsupported(f"RMSNorm over {len(m.normalized_shape)} axes")
+        raise Unsupported(msg("RMSNorm over %(n)s axes", n=len(m.normalized_shape)))
     d = sympy.Integer(m.normalized_shape[0])
     if m.eps is None:
-        raise Unsupported("RMSNorm with eps=None uses the dtype's machine epsilon")
+        raise Unsupported(msg("RMSNorm with eps=None uses the dtype's machine epsilon"))
     eps, eps_stmt = b.const("eps", r"\varepsilon", float(m.eps))
     ms, s1 = b.step("ms", r"\mathrm{ms}", ops.Mean(ops.Pow(x, 2), -1, d), lhs=r"\mathrm{ms}_d(x)")
     core = ops.Div(x, ops.Sqrt(ops.Add(ms, eps)))
@@ -102,7 +107,7 @@ def rms_norm(b: _B, x):
 
 def embedding(b: _B, x):
     if b.module.max_norm is not None:
-        raise Unsupported("Embedding with max_norm renormalizes rows in place")
+        raise Unsupported(msg("Embedding with max_norm renormalizes rows in place"))
     E = b.param("weight", "E")
     return Leaf(ops.Rows(E, x), summary=msg("Look up one of %(rows)s learned rows per index.",
                                                            rows=b.module.num_embeddings))
@@ -142,7 +147,7 @@ def sigmoid(b: _B, x):
 def softmax(b: _B, x):
     dim = b.module.dim
     if dim is None:
-        raise Unsupported("Softmax with dim=None")
+        raise Unsupported(msg("Softmax with dim=None"))
     return Leaf(ops.Softmax(x, dim), summary=msg("Exponentiate and normalize along axis %(axis)s.", axis=str(dim)))
 
 
@@ -153,7 +158,7 @@ def identity(b: _B, x):
 def conv(b: _B, x):
     m = b.module
     if m.padding_mode != "zeros":
-        raise Unsupported(f"convolution with padding_mode={m.padding_mode!r}")
+        raise Unsupported(msg("convolution with padding_mode=%(mode)s", mode=repr(m.padding_mode)))
     nd = len(m.kernel_size)
     W, bias = b.param("weight", "W"), b.param("bias", "b")
     pad = ops.Label(m.padding) if isinstance(m.padding, str) else sympy.Tuple(*m.padding)
@@ -198,7 +203,7 @@ class BatchNormOp(ops.Op):
 def batch_norm(b: _B, x):
     m = b.module
     if not m.track_running_stats:
-        raise Unsupported("BatchNorm without running statistics depends on the batch")
+        raise Unsupported(msg("BatchNorm without running statistics depends on the batch"))
     mean = b.prog.symbol(f"{b.path}.running_mean", r"\hat\mu", Binding("param", b.path, "running_mean"))
     var = b.prog.symbol(f"{b.path}.running_var", r"\hat\sigma^2", Binding("param", b.path, "running_var"))
     eps, eps_stmt = b.const("eps", r"\varepsilon", float(m.eps))
@@ -268,7 +273,7 @@ class MHAOp(ops.Op):
 def multihead_attention(b: _B, query, key=None, value=None):
     m = b.module
     if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
-        raise Unsupported("MultiheadAttention with separate key/value sizes, bias_k or add_zero_attn")
+        raise Unsupported(msg("MultiheadAttention with separate key/value sizes, bias_k or add_zero_attn"))
     key = query if key is None else key
     value = key if value is None else value
     w_in = b.prog.symbol(f"{b.path}.in_proj_weight", r"W_{\mathrm{in}}", Binding("param", b.path, "in_proj_weight"))
@@ -317,7 +322,7 @@ def builder_for(module: nn.Module):
 def build(module: nn.Module, prog: Program, path: str, ins: list, attr: str | None = None) -> Leaf:
     fn = builder_for(module)
     if fn is None:
-        raise Unsupported(f"no equations for {type(module).__name__}")
+        raise Unsupported(msg("no equations for %(cls_name)s", cls_name=type(module).__name__))
     return fn(_B(module, prog, path, attr), *ins)
 
 

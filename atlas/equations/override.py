@@ -20,6 +20,7 @@ from atlas.equations import ops
 from atlas.equations.leaves import Unsupported
 from atlas.equations.program import Binding, Program, Stmt
 from atlas.equations.symbols import tex_name
+from atlas.i18n import msg
 
 FUNCTIONS = {
     "norm": lambda x: ops.Norm2(x, -1),
@@ -58,16 +59,16 @@ def program(module: nn.Module, lines, input_names: list[str]) -> Program:
         target, sep, text = str(line).partition("=")
         target = target.strip()
         if not sep or not target.isidentifier():
-            raise Unsupported(f"atlas_equations line {line!r} is not 'name = expression'")
+            raise Unsupported(msg("atlas_equations line %(line)s is not 'name = expression'", line=repr(line)))
         try:
             expr = parse_expr(text.strip(), local_dict=ns, evaluate=False)
         except Exception as exc:
-            raise Unsupported(f"atlas_equations line {line!r} does not parse: {exc}") from None
+            raise Unsupported(msg("atlas_equations line %(line)s does not parse: %(error)s", line=repr(line), error=str(exc))) from None
         sym = prog.symbol(f"o.{target}", tex_name(target))
         prog.stmts.append(Stmt(sym, expr))
         ns[target] = sym
         last = sym
     if last is None:
-        raise Unsupported("atlas_equations is empty")
+        raise Unsupported(msg("atlas_equations is empty"))
     prog.outputs.append(last)
     return prog
