@@ -52,12 +52,14 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         self.katex: katex.Renderer | None = None
         self.generated: pipeline.Generated | None = None
         self.user_nav = None
+        self.serving = False
 
     def _root(self, config) -> Path:
         return Path(config.config_file_path).resolve().parent
 
     def on_startup(self, *, command, dirty):
         """Declared so that `mkdocs serve` keeps this plugin, and its KaTeX process, across rebuilds."""
+        self.serving = command == "serve"
 
     def on_config(self, config):
         if not getattr(config.plugins.get("i18n"), "building", False):    # not one of i18n's language builds
@@ -73,8 +75,11 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
 
     def _generate(self, config) -> None:
         specs = [(m.spec, tuple(m.inputs)) for m in self.config.models] or None
+        site_url = config.site_url or None
+        if self.serving:    # serve puts its own address in site_url; permalinks keep the configured one
+            site_url = pipeline.mkdocs_settings(config.config_file_path).get("site_url")
         settings = pipeline.Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
-                                     site_url=config.site_url or None, repo_url=config.repo_url or None,
+                                     site_url=site_url, repo_url=config.repo_url or None,
                                      site_name=config.site_name)
         try:
             generated, report = pipeline.build(specs, config.docs_dir, settings)

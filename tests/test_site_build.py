@@ -98,3 +98,22 @@ def test_language_switch_links_pairs(built_site):
             assert (site / target).resolve() == other.resolve(), (here, href)
     spanish = (site / "es" / "reference" / "layernorm" / "index.html").read_text()
     assert "Preguntas frecuentes" in spanish and "Definición" in spanish
+
+
+def test_serve_keeps_the_configured_permalinks(tmp_path):
+    """`mkdocs serve` sets site_url to its own address; the pages written to docs/ must not take it."""
+    from mkdocs.config import load_config
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\nsite_url: https://atlas.example.org/\nplugins:\n  - atlas:\n"
+        f"      models:\n        - spec: '{FIXTURES}:two_layer_mlp'\n          inputs: ['x:float32[B,3]']\n")
+    (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+    config.site_url = "http://127.0.0.1:8000/"          # what serve does before the plugins run
+    plugin = config.plugins["atlas"]
+    plugin.on_startup(command="serve", dirty=False)
+    plugin.on_config(config)
+    plugin.on_shutdown()
+    page = (tmp_path / "docs" / "sequential" / "0.md").read_text()
+    assert "https://atlas.example.org/sequential/0/" in page and "127.0.0.1" not in page
