@@ -155,9 +155,29 @@ def claim_block(c, file: str) -> str:
     return f'{fence}python linenums="{c.start}"\n{c.excerpt}\n{fence}'
 
 
-def streams_in(tex: str) -> list[str]:
-    """The attention streams an equation text marks, in q, k, v order."""
-    return [s for s in "qkv" if f"atlas-stream-{s}" in tex]
+def streams_in(e) -> list[str]:
+    """The attention streams a page's equations use, in q, k, v order."""
+    used = {s.stream for s in e.symbols if s.stream}
+    return [s for s in "qkv" if s in used]
+
+
+def math(tex: str, e) -> str:
+    """A line of a page's equations, each symbol with its hover key, the q/k/v streams with their class."""
+    from atlas.equations.markup import marked
+    return marked(tex, e.names(), e.streams(), "")
+
+
+def plain_math(tex: str, e) -> str:
+    """The line as a reader sees it: names only (for labels and the JSON)."""
+    from atlas.equations.markup import plain
+    return plain(tex, e.names())
+
+
+def step_shape(step, names) -> str:
+    """A step's value's shape in compact form: [B, 12, T, 2T]."""
+    if not step.shape:
+        return ""
+    return "[" + ", ".join(compact_symbol(d.symbol) if d.symbolic else str(d.value) for d in step.shape) + "]"
 
 
 def _html(text) -> str:
@@ -211,6 +231,9 @@ FILTERS = {
     "title_text": title_text,
     "tree_item": tree_item,
     "streams_in": streams_in,
+    "math": math,
+    "plain_math": plain_math,
+    "step_shape": step_shape,
     "line_range": line_range,
     "code_block": code_block,
     "claim_block": claim_block,

@@ -20,8 +20,8 @@ INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.S)
 
 def _readable(tex: str) -> str:
     """The LaTeX without the site's markup (stream classes, symbol keys), for screen readers."""
-    from atlas.equations.ops import plain_tex
-    return " ".join(plain_tex(tex, keep_streams=False).split())
+    from atlas.equations.markup import strip_markup
+    return " ".join(strip_markup(tex, keep_streams=False).split())
 
 
 def katex_dist(root: Path) -> Path:

@@ -80,13 +80,24 @@ class Shapes:
 
 
 @dataclass(frozen=True)
+class MathSymbol:
+    """One value a page names: defined once, named once (identity is the key, not the LaTeX)."""
+
+    key: str                        # "in.u", "p.qkv.weight", "v12", "c.eps.1e-05"
+    tex: str                        # its name on the page, plain LaTeX
+    kind: str                       # "input" | "param" | "const" | "module" | "modules" | "value" | "notation"
+    stream: str | None = None       # "q" | "k" | "v": the attention stream it belongs to
+
+
+@dataclass(frozen=True)
 class Step:
-    """One line of math, in LaTeX."""
+    """One line of math: LaTeX in which every symbol is a reference, `\\atlasref{key}`."""
 
     tex: str
     section: str | None = None      # the expanded child it belongs to ("Perceiver attention")
     links: tuple[str, ...] = ()     # ids of the child components the step calls, in order
-
+    defines: str | None = None      # the key of the symbol it defines
+    shape: tuple = ()               # the defined value's dims (Dim), where a tensor
 
 @dataclass(frozen=True)
 class Verification:
@@ -115,7 +126,15 @@ class Equations:
     verification: Verification | None = None
     residuals: int = 0              # own steps of the form x' = x + branch(...)
     normalizes: bool = False        # the steps divide by a norm (‖x‖₂) or by a square root of a mean
+    symbols: tuple[MathSymbol, ...] = ()    # every symbol the lines refer to
+    constants: tuple[str, ...] = ()         # lines stating constants once: ε = 10⁻⁵
+    notations: tuple[tuple[str, str], ...] = ()   # (LaTeX, sentence) for notation the lines use (x^h)
 
+    def names(self) -> dict[str, str]:
+        return {s.key: s.tex for s in self.symbols}
+
+    def streams(self) -> dict[str, str]:
+        return {s.key: s.stream for s in self.symbols if s.stream}
 
 @dataclass(frozen=True)
 class Excerpt:

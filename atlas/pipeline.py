@@ -75,10 +75,12 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
         doc = walk(loaded)
         bar.update()
     with progress.stage("shapes") as bar:
-        doc = shapes.derive(loaded.model, doc, inputs)
+        doc, trace = shapes.record(loaded.model, doc, inputs, settings.budget_bytes)
         bar.update()
+    vocab = shapes.inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
+                                         getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:
-        doc = enrich(loaded.model, doc, settings.budget_bytes, bar.update, settings.verify)
+        doc = enrich(loaded.model, doc, trace, vocab, settings.budget_bytes, bar.update, settings.verify)
     with progress.stage("provenance") as bar:
         doc = provenance.enrich(loaded.model, doc, settings.repo_url)
         bar.update()

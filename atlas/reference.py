@@ -168,7 +168,8 @@ def page(cls: type, docs: list[ModelDoc]) -> ReferencePage:
     where = f"templates/reference/{cls.__name__}.yml"
     instance = eval(data["instance"], {"nn": nn, "torch": torch})   # the data file's own example instance
     loaded = spec.Loaded(f"torch.nn.{cls.__name__}", instance, None)
-    doc = enrich(instance, shapes.derive(instance, walk.walk(loaded), list(data["inputs"])))
+    doc, trace = shapes.record(instance, walk.walk(loaded), list(data["inputs"]))
+    doc = enrich(instance, doc, trace, shapes.inputs_mod.vocabulary(None, None))
     equations = doc.root.equations
     if not (equations.verification and equations.verification.verified):
         raise AtlasError(f"{where}: the equations of {data['instance']} are not verified: "

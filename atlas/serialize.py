@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
+from atlas.equations.markup import plain
 from atlas.filters import calculation
-from atlas.model import (BufferRow, Claim, Component, Dim, DimNames, EquationStatus, Equations, Excerpt, ModelDoc,
+from atlas.model import (BufferRow, Claim, Component, Dim, DimNames, EquationStatus, Equations, Excerpt, MathSymbol, ModelDoc,
                          ParamRow, Published, Shapes, ShapeStatus, Source, Step, TensorShape, Totals, Verification)
 
 SCHEMA_VERSION = 1
@@ -90,13 +91,23 @@ def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
             "component": component_dict(comp)}
 
 
+def _line(tex: str, names: dict) -> dict:
+    """A line as plain LaTeX for readers, and with its symbol references (`markup`) for structure."""
+    return {"tex": plain(tex, names), "markup": tex}
+
+
 def equations_dict(e: Equations | None):
     if e is None:
         return None
+    names = e.names()
     return {
         "status": e.status.value,
-        "summary": list(e.summary),
-        "steps": [{"tex": st.tex, "section": st.section, "links": list(st.links)} for st in e.steps],
+        "summary": [_line(t, names) for t in e.summary],
+        "steps": [{**_line(st.tex, names), "section": st.section, "links": list(st.links), "defines": st.defines,
+                   "shape": [dim_value(d) for d in st.shape]} for st in e.steps],
+        "symbols": [{"key": s.key, "tex": s.tex, "kind": s.kind, "stream": s.stream} for s in e.symbols],
+        "constants": [_line(t, names) for t in e.constants],
+        "notations": [{**_line(t, names), "text": text} for t, text in e.notations],
         "aligned": e.aligned,
         "reason": e.reason,
         "residuals": e.residuals,
@@ -117,10 +128,14 @@ def equations_from(c: dict) -> Equations | None:
     if e is None:
         return None
     return Equations(
-        EquationStatus(e["status"]), tuple(e["summary"]),
-        tuple(Step(st["tex"], st["section"], tuple(st["links"])) for st in e["steps"]), e["aligned"], e["reason"],
+        EquationStatus(e["status"]), tuple(x["markup"] for x in e["summary"]),
+        tuple(Step(st["markup"], st["section"], tuple(st["links"]), st["defines"],
+                   tuple(dim_from(d) for d in st["shape"])) for st in e["steps"]), e["aligned"], e["reason"],
         None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"]),
         e["residuals"], e["normalizes"],
+        tuple(MathSymbol(s["key"], s["tex"], s["kind"], s["stream"]) for s in e["symbols"]),
+        tuple(x["markup"] for x in e["constants"]),
+        tuple((x["markup"], x["text"]) for x in e["notations"]),
     )
 
 

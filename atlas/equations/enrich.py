@@ -1,153 +1,141 @@
-"""Equations for every component of a ModelDoc: derive, print, verify."""
+"""Equations for every component of a ModelDoc: build from the record, name, print, verify.
+
+A component's equations come from the recorded call of its first instance: the author's
+`atlas_equations` where given, the registry for torch.nn leaves, and otherwise what its forward() ran.
+With `run`, each is checked against the real forward(); a mismatch, or equations that do not run, fail
+the whole build (`EquationMismatch`), naming every component concerned.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-
-import sympy
 from dataclasses import replace
 
 from torch import nn
 
-from atlas.equations import leaves, ops, override
-from atlas.equations.derive import derive
+from atlas.equations import leaves, naming, override
+from atlas.equations.build import Builder
 from atlas.equations.leaves import Unsupported
-from atlas.equations.program import Loop, Program
-from atlas.equations.verify import verify
+from atlas.equations.nodes import Sym
+from atlas.equations.present import present
+from atlas.equations.program import Program, Step
+from atlas.equations.select import select
+from atlas.equations.verify import is_mismatch, verify
 from atlas.errors import AtlasError
 from atlas.i18n import msg
-from atlas.model import Component, EquationStatus, Equations, ModelDoc, ShapeStatus, Step
+from atlas.model import Component, EquationStatus, Equations, ModelDoc, ShapeStatus
+from atlas.trace.shapes import first_call_of, record_of
 
 log = logging.getLogger("atlas")
 DEFAULT_BUDGET_BYTES = 2 * 1024**3
 
 
-def program_for(module: nn.Module, comp: Component) -> tuple[Program, EquationStatus]:
-    dims = {t.name: tuple(d.value for d in t.dims) for t in comp.shapes.inputs} if comp.shapes else {}
+class EquationMismatch(AtlasError):
+    """Equations that disagree with forward(), or do not run: the build fails with exit code 1."""
+
+
+def leaf_program(module: nn.Module, call) -> Program:
+    """A torch.nn leaf's own page: the registry's lines on its inputs, then y."""
+    b = Builder(call, module)
+    b._inputs()
+    prog = b.d.prog
+    prog.leaf = True
+    ins = [b.d.env[v.id] for v in b.d.inputs.values()]
+    shapes = [v.shape for v in b.d.inputs.values()]
+    leaf = leaves.build(module, prog, "", ins, None, shapes)
+    prog.summary = leaf.summary
+    for st in leaf.steps:
+        prog.steps.append(st)
+    outs = list(leaf.out) if isinstance(leaf.out, tuple) else [leaf.out]
+    from atlas.equations.recurrent import Scan
+    for node in outs:
+        scan = node.args[0] if isinstance(node.args[0], Scan) else None
+        if scan is not None:
+            for key, cell in scan.meta["cell"]:
+                if not any(s.key == key for s in prog.steps):
+                    prog.steps.append(Step(key, cell, lhs=None))
+                    prog.symbols[key].in_scan = True
+    for i, node in enumerate(outs):
+        key = "v.y" if len(outs) == 1 else f"v.y{i + 1}"
+        prog.add(key, "value", base="y" if len(outs) == 1 else f"y_{i + 1}", output=True)
+        prog.steps.append(Step(key, node))
+        prog.outputs.append(Sym(key))
+    return prog
+
+
+def program_for(module: nn.Module, comp: Component, call, title_of=None) -> tuple[Program, EquationStatus]:
     lines = getattr(type(module), "atlas_equations", None)
     if lines:
-        return override.program(module, lines, list(dims)), EquationStatus.OVERRIDE
-    return derive(module, dims), EquationStatus.DERIVED
+        names = [t.name for t in comp.shapes.inputs]
+        prog = override.program(module, lines, names)
+        naming.name(prog)
+        return prog, EquationStatus.OVERRIDE
+    if leaves.builder_for(module) is not None:
+        prog = leaf_program(module, call)
+        naming.name(prog)
+        return prog, EquationStatus.DERIVED
+    b = Builder(call, module, title_of)
+    draft = b.build()
+    select(draft)
+    carried = _carried(comp, draft)
+    naming.name(draft.prog, draft, carried)
+    return draft.prog, EquationStatus.DERIVED
 
 
-def _link_ids(doc: ModelDoc) -> dict[str, str]:
-    return {path: c.id for c in doc.components for path in c.module_paths}
+def _carried(comp: Component, draft) -> str | None:
+    """In a block that is one of N, the input it passes on: the first input shaped like its one output."""
+    if comp.repeat < 2 or len(draft.output_values) != 1:
+        return None
+    out_shape = draft.output_values[0].shape
+    for key, value in draft.inputs.items():
+        if value.shape == out_shape:
+            return key
+    return None
 
 
-def _links(prog: Program, stmt, base: str, by_path: dict[str, str], module: nn.Module) -> tuple[str, ...]:
-    """The child components a step calls, in the order they appear in it (never a set's order)."""
-    paths = []
-    if isinstance(stmt.expr, Loop):
-        seq = module.get_submodule(stmt.link)
-        paths.append(f"{stmt.link}.{next(iter(seq._modules))}")
-    elif isinstance(stmt.expr, sympy.Basic):
-        for node in sympy.preorder_traversal(stmt.expr):
-            b = prog.bindings.get(node) if isinstance(node, sympy.Symbol) else None
-            if b is not None and b.kind == "module":
-                paths.append(b.path)
-    out = []
-    for rel in paths:
-        full = f"{base}.{rel}" if base else rel
-        if full in by_path and by_path[full] not in out:
-            out.append(by_path[full])
-    return tuple(out)
-
-
-def _tex(prog: Program, stmt) -> str:
-    if isinstance(stmt.expr, Loop):
-        return stmt.lhs
-    lhs = stmt.lhs or ops.symbol_tex(prog.names[stmt.target])
-    return f"{lhs} = {prog.tex(stmt.expr)}"
-
-
-def equations_for(module: nn.Module, comp: Component, by_path: dict[str, str],
-                  budget_bytes: int, run: bool = True) -> tuple[Equations, str]:
+def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, budget_bytes: int,
+                  run: bool = True, title_of=None) -> tuple[Equations, str]:
     """The component's equations, and its summary sentence (a leaf's comes from the registry)."""
     if comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
         why = comp.shapes.reason if comp.shapes else msg("no shapes")
         return Equations(EquationStatus.NOT_DERIVED,
                          reason=msg("no example inputs reach this component (%(why)s)", why=why)), comp.summary
+    call = first_call_of(trace, None, comp.module_paths[0]) if trace is not None else None
+    if call is None:
+        return Equations(EquationStatus.NOT_DERIVED, reason=msg("the record has no complete call of this component")), \
+            comp.summary
     try:
-        prog, status = program_for(module, comp)
+        prog, status = program_for(module, comp, call, title_of)
     except Unsupported as exc:
         return Equations(EquationStatus.NOT_DERIVED, reason=exc.reason), comp.summary
     sentence = prog.summary if prog.summary and not getattr(module, "atlas_summary", None) else comp.summary
     base = comp.module_paths[0]
-    shown = [s for s in prog.stmts if s.shown]
-    steps = tuple(Step(_tex(prog, s), s.section, _links(prog, s, base, by_path, module)) for s in shown)
-    is_leaf = leaves.builder_for(module) is not None and status is EquationStatus.DERIVED
-    own = [st for s, st in zip(shown, steps) if s.section is None and not _is_const(s)]
-    summary = tuple(st.tex for st in (steps if is_leaf else own if len(own) <= 3 else own[-2:]))
+    eq = present(prog, status, vocab, lambda rel: link_ids.get(f"{base}.{rel}" if base else rel))
     if not run:
-        return Equations(status, summary, steps, is_leaf, None, None, _residuals(prog), _normalizes(prog)), sentence
-    check = verify(module, prog, comp.shapes, budget_bytes)
-    if not check.verified and check.max_error is not None:
-        raise AtlasError(f"{comp.id or '(model)'}: the equations do not reproduce forward(): "
-                         f"max error {check.max_error:.3g} over tolerance {check.tolerance:g}")
-    if not check.verified and check.reason and check.reason.startswith("the equations"):
-        return Equations(EquationStatus.NOT_DERIVED, reason=check.reason), sentence
-    return Equations(status, summary, steps, is_leaf, None, check, _residuals(prog), _normalizes(prog)), sentence
+        return eq, sentence
+    check = verify(module, prog, call, record_of(trace, comp.module_paths[0]).hints, budget_bytes)
+    return replace(eq, verification=check), sentence
 
 
-def _residuals(prog: Program) -> int:
-    """Own steps x' = x + f(...), where x is an input or an earlier step and f calls a child or a section."""
-    known = set(prog.bindings)
-    count = 0
-    for stmt in prog.stmts:
-        if stmt.section is None and isinstance(stmt.expr, ops.Add):
-            base, branch = stmt.expr.args
-            from_section = any(s.target == branch and s.section for s in prog.stmts)
-            if base in known and (from_section or _calls_child(prog, branch)):
-                count += 1
-        if stmt.target is not None:
-            known.add(stmt.target)
-    return count
-
-
-def _normalizes(prog: Program) -> bool:
-    """Whether the steps divide by a 2-norm, or by the square root of a mean (a variance)."""
-    for stmt in prog.stmts:
-        if not isinstance(stmt.expr, sympy.Basic):
-            continue
-        for node in sympy.preorder_traversal(stmt.expr):
-            if isinstance(node, ops.Norm2):
-                return True
-            if isinstance(node, ops.Div) and isinstance(node.args[1], ops.Sqrt):
-                inner = node.args[1].args[0]
-                means = [n for n in sympy.preorder_traversal(inner) if isinstance(n, (ops.Mean, sympy.Symbol))]
-                if any(isinstance(n, ops.Mean) or _defined_by_mean(prog, n) for n in means):
-                    return True
-    return False
-
-
-def _defined_by_mean(prog: Program, sym) -> bool:
-    return any(s.target == sym and isinstance(s.expr, ops.Mean) for s in prog.stmts)
-
-
-def _calls_child(prog: Program, expr) -> bool:
-    if not isinstance(expr, sympy.Basic):
-        return False
-    return any(isinstance(n, sympy.Symbol) and getattr(prog.bindings.get(n), "kind", None) == "module"
-               for n in sympy.preorder_traversal(expr))
-
-
-def _is_const(stmt) -> bool:
-    import sympy
-    return isinstance(stmt.expr, sympy.Number)
-
-
-def enrich(model: nn.Module, doc: ModelDoc, budget_bytes: int = DEFAULT_BUDGET_BYTES, tick=None,
+def enrich(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DEFAULT_BUDGET_BYTES, tick=None,
            run: bool = True) -> ModelDoc:
     """Derive every component's equations; with `run`, also check them against forward()."""
-    by_path = _link_ids(doc)
-    out = []
+    link_ids = {path: c.id for c in doc.components for path in c.module_paths}
+    names = {path: c.name for c in doc.components for path in c.module_paths}
+    out, failures = [], []
     start = time.perf_counter()
     for comp in doc.components:
         module = model.get_submodule(comp.module_paths[0])
-        equations, sentence = equations_for(module, comp, by_path, budget_bytes, run)
+        equations, sentence = equations_for(module, comp, trace, link_ids, vocab, budget_bytes, run, names.get)
+        v = equations.verification
+        if v is not None and is_mismatch(v):
+            failures.append(f"{comp.id or '(model)'}: {v.reason}")
         out.append(replace(comp, equations=equations, summary=sentence))
         if tick is not None:
             tick()
     log.info("%s: equations for %d components in %.1f s", doc.name, len(out), time.perf_counter() - start)
+    if failures:
+        raise EquationMismatch(f"{doc.name}: the equations of {len(failures)} component(s) do not reproduce "
+                               "forward(): " + "; ".join(str(f) for f in failures))
     return replace(doc, components=tuple(out))

@@ -1,7 +1,8 @@
 """Readable LaTeX for the code's own names: u_bar -> \\bar{u}, delta_attn -> \\Delta_{\\mathrm{attn}}.
 
-Names of the query, key and value streams are wrapped in \\htmlClass{atlas-stream-q|k|v}{...}
-so the site can color them.
+Long names that model code conventionally uses for the usual quantities read as their usual letters
+(hidden_states -> x, query_states -> q, attn_weights -> A). Stream membership (q, k, v) is reported
+separately; the render layer colors the streams.
 """
 
 from __future__ import annotations
@@ -15,10 +16,22 @@ GREEK = {
 ACCENTS = {"bar": r"\bar", "hat": r"\hat", "tilde": r"\tilde", "dot": r"\dot", "vec": r"\vec"}
 STREAMS = {"q": "q", "k": "k", "v": "v"}
 
+# Names the PyTorch ecosystem gives the usual quantities, and the letters papers give them.
+CONVENTIONAL = {
+    "hidden_states": "x", "hidden_state": "x", "hidden": "x", "residual": "r", "inputs_embeds": "e",
+    "input_embeds": "e", "embeddings": "e", "query_states": "q", "key_states": "k", "value_states": "v",
+    "query_layer": "q", "key_layer": "k", "value_layer": "v", "query": "q", "key": "k", "value": "v",
+    "attn_output": "o", "attention_output": "o", "context_layer": "o", "attn_weights": "A", "attention_probs": "A",
+    "attn_probs": "A", "attention_scores": "S", "attn_scores": "S", "scores": "S", "attention_mask": "M",
+    "causal_mask": "M", "input_ids": "ids", "position_ids": "pos", "q_embed": "q", "k_embed": "k",
+    "input": "x", "inputs": "x", "output": "y", "outputs": "y", "hx": "h",
+}
+HINTS = {"mu": r"\mu", "sigma2": r"\sigma^2", "ms": r"\mathrm{ms}", "a": "a", "f": "f", "x_prime": "x'"}
+
 
 def _base(word: str) -> str:
     if word.lower() in GREEK:
-        if word == "epsilon" or word == "eps":
+        if word in ("epsilon", "eps"):
             return r"\varepsilon"
         return "\\" + (word if word.islower() else word.capitalize())
     if word == "eps":
@@ -29,45 +42,58 @@ def _base(word: str) -> str:
 
 
 def stream_of(name: str) -> str | None:
-    """q/Q, k_a, V ... -> "q" | "k" | "v" for the attention streams."""
+    """q/Q, k_a, V, query_states ... -> "q" | "k" | "v" for the attention streams."""
+    name = CONVENTIONAL.get(name, name)
     head = name.split("_")[0]
     return STREAMS.get(head.lower()) if len(head) == 1 else None
 
 
-def tex_name(name: str) -> str:
-    """A Python identifier as LaTeX."""
+def parts(name: str) -> tuple[str, str | None, int]:
+    """(stem, accent, primes): u_bar_prime -> ("u", "bar", 1)."""
     words = [w for w in name.split("_") if w]
-    if not words:
-        return r"\mathrm{" + name.replace("_", r"\_") + "}"
     primes = 0
     while words and words[-1] == "prime":
         primes += 1
         words.pop()
     accent = None
     if len(words) > 1 and words[-1] in ACCENTS:
-        accent = ACCENTS[words.pop()]
+        accent = words.pop()
+    return "_".join(words), accent, primes
+
+
+def tex_name(name: str, stem_tex: str | None = None) -> str:
+    """A Python identifier as LaTeX; `stem_tex` replaces the stem (x_bar with x = u' -> \\bar{u'})."""
+    if name in CONVENTIONAL:
+        name = CONVENTIONAL[name]
+    stem, accent, primes = parts(name)
+    words = [w for w in stem.split("_") if w]
+    if not words:
+        return r"\mathrm{" + name.replace("_", r"\_") + "}"
     head, rest = words[0], words[1:]
+    if stem_tex is not None:
+        tex = stem_tex if not accent else f"{ACCENTS[accent]}{{{stem_tex}}}"
+        return tex + "'" * primes
     if head == "delta" and rest:
         tex = r"\Delta_{\mathrm{" + r"\,".join(rest) + "}}"
         rest = []
     else:
         tex = _base(head)
         if accent:
-            tex = f"{accent}{{{tex}}}"
+            tex = f"{ACCENTS[accent]}{{{tex}}}"
     if rest:
         sub = ",".join(r if len(r) <= 2 else r"\mathrm{" + r + "}" for r in rest)
         tex = f"{tex}_{{{sub}}}" if "_{" not in tex else tex
-    tex += "'" * primes
-    stream = stream_of(name)
-    if stream:
-        tex = r"{\htmlClass{atlas-stream-" + stream + "}{" + tex + "}}"
-    return tex
+    return tex + "'" * primes
 
 
 def subscripted(base: str, attr: str) -> str:
     """A parameter named by the child that owns it: W with `qkv` -> W_{\\mathrm{qkv}}."""
     clean = re.sub(r"[^A-Za-z0-9]+", r"\\,", attr).strip("\\,")
-    return f"{base}_{{\\mathrm{{{clean}}}}}" if clean else base
+    if not clean:
+        return base
+    if "_{" in base or "^{" in base or "_" in base:
+        return "{" + base + "}_{\\mathrm{" + clean + "}}"
+    return f"{base}_{{\\mathrm{{{clean}}}}}"
 
 
 def primed(tex: str, n: int) -> str:

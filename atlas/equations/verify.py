@@ -1,79 +1,134 @@
-"""Run a component's equations on random inputs and compare with its real forward().
+"""Run a component's equations on random inputs and compare them with its real forward().
 
-One instance is materialized on the CPU at a time, never the whole model: a
-deep copy of the meta module gets real storage, random values (a fixed seed),
-float64 where it fits the memory budget (float32 where only that fits), and
-evaluation mode, so dropout is off.
+One instance is materialized on the CPU at a time, never the whole model: a deep copy of the meta module
+gets real storage, values from a fixed seed, float64 where it fits the memory budget (float32 where only
+that fits), and evaluation mode. It is called exactly as the model called it in the record (keyword
+arguments, tuples, flags), with random tensors in place of the recorded ones, at the sizes the record was
+made at, so every branch the code took holds again.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 
-import sympy
 import torch
 from torch import nn
 
+from atlas.equations.ops_nn import Apply
+from atlas.equations.ops_tensor import Cast
+from atlas.equations.program import Program
 from atlas.errors import where
 from atlas.i18n import msg
-from atlas.equations.program import Program
-from atlas.model import Shapes, Verification
-from atlas.shapes import _tensors
+from atlas.model import Verification
+from atlas.trace.structures import Call, Ref, Size
 
-SIZES = {"B": 2, "T": 4}            # small sizes at the real widths
-OTHER_SIZE = 3
-TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4}
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
+LOW = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def _instance(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
+def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
+    """A CPU copy of one instance with values from a cheap seeded generator (not each layer's own init)."""
     inst = copy.deepcopy(module).to_empty(device="cpu")
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for t in list(inst.parameters()) + list(inst.buffers()):
             if t.is_floating_point():
-                if t.dim() >= 2:    # uniform with variance 1/fan_in: as informative as normal, 4x cheaper
-                    bound = math.sqrt(3.0 / t.shape[-1])
+                if t.dim() >= 2:    # uniform with variance 1/fan_in: as informative as normal, and cheaper
+                    bound = math.sqrt(3.0 / max(1, t.shape[-1]))
                     t.uniform_(-bound, bound, generator=gen)
-                else:   # gains, biases, statistics: near one, never zero, never negative
+                else:               # gains, biases, statistics: near one, never zero, never negative
                     t.uniform_(0.8, 1.2, generator=gen)
-            elif t.is_complex():
-                t.zero_()
             else:
                 t.zero_()
     return inst.to(dtype).eval()
 
 
-def _inputs(module: nn.Module, shapes: Shapes, dtype: torch.dtype, seed: int) -> dict[str, torch.Tensor]:
-    gen = torch.Generator().manual_seed(seed + 1)
-    tables = [m.num_embeddings for m in module.modules() if isinstance(m, nn.Embedding)]
-    high = min(tables) if tables else 8
-    out = {}
-    for t in shapes.inputs:
-        dims = []
-        for d in t.dims:
-            if not d.symbolic:
-                dims.append(d.value)
-            else:
-                syms = sympy.sympify(d.symbol).free_symbols
-                dims.append(int(sympy.sympify(d.symbol).subs({s: SIZES.get(str(s), OTHER_SIZE) for s in syms})))
-        if t.dtype.startswith(("float", "bfloat")):
-            out[t.name] = torch.randn(dims, generator=gen, dtype=torch.float64).to(dtype)
-        elif t.dtype == "bool":
-            out[t.name] = torch.zeros(dims, dtype=torch.bool)
+class _Inputs:
+    """Random tensors standing for the recorded ones, one per recorded value."""
+
+    def __init__(self, inst: nn.Module, sizes: dict, dtype: torch.dtype, seed: int) -> None:
+        self.gen = torch.Generator().manual_seed(seed + 1)
+        self.sizes, self.dtype = sizes, dtype
+        tables = [m.num_embeddings for m in inst.modules() if isinstance(m, nn.Embedding)]
+        self.high = min(tables) if tables else 8
+        self.made: dict[int, torch.Tensor] = {}
+
+    def size(self, s) -> int:
+        if isinstance(s, int):
+            return s
+        return int(s.subs({sym: self.sizes[str(sym)] for sym in s.free_symbols}))
+
+    def tensor(self, value, name: str) -> torch.Tensor:
+        if value.id in self.made:
+            return self.made[value.id]
+        shape = [self.size(s) for s in value.shape]
+        dt = getattr(torch, value.dtype)
+        if dt.is_floating_point:
+            t = torch.randn(shape, generator=self.gen, dtype=torch.float64).to(self.dtype if dt.itemsize >= 4 else dt)
+        elif dt == torch.bool:
+            t = torch.rand(shape, generator=self.gen) < 0.7
+        elif "position" in name and shape:
+            t = torch.arange(shape[-1], dtype=dt).expand(shape).clone()
         else:
-            out[t.name] = torch.randint(0, high, dims, generator=gen, dtype=getattr(torch, t.dtype))
-    return out
+            t = torch.randint(0, self.high, shape, generator=self.gen, dtype=dt)
+        self.made[value.id] = t
+        return t
+
+    def rebuild(self, x, name: str, default=inspect.Parameter.empty):
+        if isinstance(x, Ref):
+            return self.tensor(x.value, name)
+        if isinstance(x, Size):
+            return self.size(x.expr)
+        if isinstance(x, tuple):
+            return tuple(self.rebuild(i, name) for i in x)
+        if isinstance(x, list):
+            return [self.rebuild(i, name) for i in x]
+        if isinstance(x, dict):
+            return {k: self.rebuild(v, k) for k, v in x.items()}
+        if _is_object(x) and default is not inspect.Parameter.empty:
+            return default
+        return x
 
 
-def _flat(values) -> list[torch.Tensor]:
-    out = []
-    for v in values:
-        out += [t for _, t in _tensors("y", v)] if not isinstance(v, torch.Tensor) else [v]
-    return out
+def _is_object(x) -> bool:
+    if x is None or isinstance(x, (bool, int, float, str, torch.dtype, torch.device)):
+        return False
+    if isinstance(x, (tuple, list)):
+        return any(_is_object(i) for i in x)
+    return type(x).__module__.split(".")[0] not in ("torch", "builtins")
 
 
-def verify(module: nn.Module, prog: Program, shapes: Shapes, budget_bytes: int, seed: int = 0) -> Verification:
+def flat(x) -> list:
+    """Tensors of a result in a fixed order: tuples and lists in order, dicts by their values."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for i in x for t in flat(i)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in flat(v)]
+    return []
+
+
+def tolerance_for(prog: Program, dtype: torch.dtype) -> float:
+    """The working precision's tolerance, or a lower precision's where the code casts down to it."""
+    low = None
+    for step in prog.steps:
+        for node in step.node.walk():
+            name = node.meta.get("dtype") if isinstance(node, Cast) else None
+            if isinstance(node, Apply):
+                d = node.args[1].get("dtype") if isinstance(node.args[1], dict) else None
+                name = str(d).removeprefix("torch.") if d is not None else None
+            if name in LOW and (low is None or TOLERANCE[LOW[name]] > TOLERANCE[low]):
+                low = LOW[name]
+    if low is not None and TOLERANCE[low] > TOLERANCE[dtype]:
+        return TOLERANCE[low]
+    return TOLERANCE[dtype]
+
+
+def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_bytes: int,
+           seed: int = 0) -> Verification:
     numel = sum(p.numel() for p in module.parameters()) + sum(b.numel() for b in module.buffers())
     if numel * 8 <= budget_bytes:
         dtype = torch.float64
@@ -84,45 +139,70 @@ def verify(module: nn.Module, prog: Program, shapes: Shapes, budget_bytes: int, 
             "not run: one instance holds %(elements)s parameter and buffer elements, "
             "%(size)s bytes even in float32, over the %(budget)s-byte budget",
             elements=numel, size=numel * 4, budget=budget_bytes))
-    if shapes is None or shapes.inputs == () or shapes.status.value != "derived":
-        return Verification(False, reason=msg("not run: no example inputs reach this component"))
-    tol = TOLERANCE[dtype]
+    tol = tolerance_for(prog, dtype)
+    dname = str(dtype).removeprefix("torch.")
+    torch.manual_seed(seed)
+    inst = materialize(module, dtype, seed)
+    made = _Inputs(inst, sizes, dtype, seed)
+    sig = inspect.signature(inst.forward)
     try:
-        torch.manual_seed(seed)
-        inst = _instance(module, dtype, seed)
-        inputs = _inputs(inst, shapes, dtype, seed)
-        params = __import__("inspect").signature(inst.forward).parameters
+        args = tuple(made.rebuild(a, p) for a, p in zip(call.args, list(sig.parameters)))
+        kwargs = {k: made.rebuild(v, k, sig.parameters[k].default if k in sig.parameters else inspect.Parameter.empty)
+                  for k, v in call.kwargs.items()}
+        bound = sig.bind(*args, **kwargs)
         with torch.no_grad():
-            ref = inst(**inputs) if all(n in params for n in inputs) else inst(*inputs.values())
-            got = prog.run(inst, inputs)
+            expected = flat(inst(*args, **kwargs))
+    except Exception as exc:  # the module itself does not run on these inputs: nothing to compare with
+        return Verification(False, tolerance=tol, dtype=dname,
+                            reason=msg("not run: forward() failed on the example inputs: %(error)s", error=where(exc)))
+    try:
+        with torch.no_grad():
+            got = flat(prog.run(inst, dict(bound.arguments), sizes, dtype))
     except Exception as exc:  # the equations could not be run: a failure, reported with its place
-        return Verification(False, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
+        return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                             reason=msg("the equations did not run: %(error)s", error=where(exc)))
-    expected, actual = _flat([ref]), _flat(got)
-    if len(expected) != len(actual):
-        return Verification(False, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
+    if len(expected) != len(got):
+        return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                             reason=msg("the equations give %(got)s outputs, forward() gives %(expected)s",
-                                       got=len(actual), expected=len(expected)))
+                                       got=len(got), expected=len(expected)))
     worst = 0.0
-    for e, a in zip(expected, actual):
+    for e, a in zip(expected, got):
         if not isinstance(a, torch.Tensor) or tuple(a.shape) != tuple(e.shape):
             shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
-            return Verification(False, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
+            return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                                 reason=msg("the equations give shape %(got)s, forward() gives %(expected)s",
                                            got=str(shape), expected=str(tuple(e.shape))))
-        scale = max(1.0, float(e.abs().max())) if e.numel() else 1.0
-        err = float((a.to(e.dtype) - e).abs().max()) / scale if e.numel() else 0.0
-        worst = max(worst, err if not math.isnan(err) else math.inf)
-    ok = worst <= tol
-    if ok:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
-        return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol,
-                            dtype=str(dtype).removeprefix("torch."))
-    error, tolerance = f"{worst:.3g}", f"{tol:g}"
-    return Verification(False, max_error=worst, tolerance=tol, dtype=str(dtype).removeprefix("torch."),
+        worst = max(worst, _error(e, a))
+    if worst <= tol:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
+        return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname)
+    return Verification(False, max_error=worst, tolerance=tol, dtype=dname,
                         reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
-                                   error=error, tolerance=tolerance))
+                                   error=f"{worst:.3g}", tolerance=f"{tol:g}"))
+
+
+def _error(e: torch.Tensor, a: torch.Tensor) -> float:
+    if e.numel() == 0:
+        return 0.0
+    if not (e.is_floating_point() or e.is_complex()):
+        return 0.0 if torch.equal(a.to(e.dtype), e) else math.inf
+    a = a.to(e.dtype)
+    both_nan = torch.isnan(e) & torch.isnan(a)
+    same_inf = torch.isinf(e) & (a == e)
+    ok = both_nan | same_inf
+    finite = torch.isfinite(e) & torch.isfinite(a)
+    if bool((~(ok | finite)).any()):
+        return math.inf
+    if not bool(finite.any()):
+        return 0.0
+    scale = max(1.0, float(e[finite].abs().max()))
+    return float((a[finite] - e[finite]).abs().max()) / scale
 
 
 def reported_bound(error: float, tolerance: float) -> float:
     """tolerance/1000 when the error is below it, else the tolerance: stable across machines."""
     return tolerance / 1000 if error <= tolerance / 1000 else tolerance
+
+
+def is_mismatch(v: Verification) -> bool:
+    """The equations ran and disagree with forward(), or could not run: a failing build."""
+    return not v.verified and v.max_error is not None

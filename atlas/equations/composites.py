@@ -1,0 +1,146 @@
+"""torch.nn modules made of others, whose forward() takes fused fast paths: MultiheadAttention and
+TransformerEncoderLayer. Their equations are written from their configuration, then checked like any other."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from atlas.equations import ops_math as m
+from atlas.equations.leaves import REGISTRY, Leaf, LeafBuilder, Unsupported
+from atlas.equations.nodes import ATOM, Node, Sym
+from atlas.i18n import msg
+
+
+class MHAOp(Node):
+    """nn.MultiheadAttention without masks: the output and the head-averaged attention weights."""
+
+    def tex(self, p):
+        q, k, v, wq, wk, wv, bq, bk, bv, wo, bo = self.args
+
+        def proj(x, w, b):
+            core = p.wrap(x, ATOM) + r"\," + p.base(w) + "^{(h)}"
+            return core if b is None else r"\left(" + core + "+" + p.base(b) + r"^{(h)}\right)"
+
+        d = self.meta["head_dim"]
+        inner = (r"\operatorname{softmax}\!\Big(\frac{" + proj(q, wq, bq) + r"\," + proj(k, wk, bk) + r"^{\mathsf T}}"
+                 r"{\sqrt{" + str(d) + r"}}\Big)\," + proj(v, wv, bv))
+        out = r"\operatorname{concat}_h\!\Big(" + inner + r"\Big)\," + p.print(wo)
+        return out if bo is None else out + "+" + p.print(bo)
+
+    def run(self, ev, q, k, v, wq, wk, wv, bq, bk, bv, wo, bo):
+        heads, batch_first = self.meta["heads"], self.meta["batch_first"]
+        if not batch_first:
+            q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
+        B, T, S = q.shape[0], q.shape[1], k.shape[1]
+        hs = wq.shape[-1] // heads
+
+        def split(x, w, b, n):
+            y = x @ w if b is None else x @ w + b
+            return y.reshape(B, n, heads, hs).transpose(1, 2)
+
+        Q, K, V = split(q, wq, bq, T), split(k, wk, bk, S), split(v, wv, bv, S)
+        s = Q @ K.transpose(-2, -1) / math.sqrt(hs)
+        e = torch.exp(s - s.amax(-1, keepdim=True))
+        A = e / e.sum(-1, keepdim=True)
+        o = (A @ V).transpose(1, 2).reshape(B, T, heads * hs) @ wo
+        if bo is not None:
+            o = o + bo
+        if not batch_first:
+            o = o.transpose(0, 1)
+        return o, A.mean(1)
+
+
+def multihead_attention(b: LeafBuilder, query, key=None, value=None, *rest):
+    mod = b.module
+    if not mod._qkv_same_embed_dim or mod.bias_k is not None or mod.add_zero_attn:
+        raise Unsupported(msg("MultiheadAttention with separate key/value sizes, bias_k or add_zero_attn"))
+    key = query if key is None else key
+    value = key if value is None else value
+    E = mod.embed_dim
+    path = b.path
+
+    def part(name, base, i, transpose):
+        tensor = getattr(mod, name, None)
+        if tensor is None:
+            return None
+        key_ = f"p.{path}.{name}.{i}" if path else f"p.{name}.{i}"
+        b.prog.add(key_, "param", ("param", path, name, transpose, (i * E, (i + 1) * E)), base=base, role=b.attr)
+        return Sym(key_)
+
+    wq, wk, wv = (part("in_proj_weight", f"W_{s}", i, True) for i, s in enumerate("QKV"))
+    bq, bk, bv = (part("in_proj_bias", f"b_{s}", i, False) for i, s in enumerate("QKV"))
+    out_path = f"{path}.out_proj" if path else "out_proj"
+    out = LeafBuilder(mod.out_proj, b.prog, out_path, None)
+    wo = out.param("weight", "W_O", transpose=True)
+    bo = out.param("bias", "b_O")
+    node = MHAOp(query, key, value, wq, wk, wv, bq, bk, bv, wo, bo, heads=mod.num_heads,
+                 batch_first=mod.batch_first, head_dim=mod.head_dim)
+    from atlas.equations.ops_tensor import Item
+    return Leaf((Item(node, i=0), Item(node, i=1)), inline=False,
+                summary=msg("Multi-head attention with %(heads)s heads of %(features)s features.",
+                            heads=mod.num_heads, features=mod.head_dim))
+
+
+class ActivationOp(Node):
+    """The activation a TransformerEncoderLayer holds as a function, not a module."""
+
+    def tex(self, p):
+        return r"\operatorname{" + self.meta["name"] + r"}\!\left(" + p.print(self.args[0]) + r"\right)"
+
+    def run(self, ev, x):
+        return torch.relu(x) if self.meta["name"] == "ReLU" else 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+
+def transformer_encoder_layer(b: LeafBuilder, src, *rest):
+    """nn.TransformerEncoderLayer without masks, in evaluation mode, post- or pre-norm."""
+    from atlas.equations.ops_nn import Call
+    from atlas.equations.ops_tensor import Item
+    mod = b.module
+    act = mod.activation
+    act_name = {"relu": "ReLU", "gelu": "GELU"}.get(getattr(act, "__name__", ""), type(act).__name__)
+
+    def child(attr):
+        rel = f"{b.path}.{attr}" if b.path else attr
+        key = f"m.{rel}"
+        b.prog.add(key, "module", ("module", rel), base=type(getattr(mod, attr)).__name__, role=attr)
+        return Sym(key)
+
+    sa, n1, n2, l1, l2 = (child(a) for a in ("self_attn", "norm1", "norm2", "linear1", "linear2"))
+    steps = []
+
+    def step(hint, node):
+        sym, st = b.step(hint, node)
+        steps.append(st)
+        return sym
+
+    def attention(x):
+        return Item(Call(sa, (x, x, x), {}), i=0)
+
+    def feed_forward(x):
+        hidden = Call(l1, (x,), {})
+        acted = ActivationOp(hidden, name=act_name) if not isinstance(act, nn.Module) else Call(child("activation"), (hidden,), {})
+        return Call(l2, (acted,), {})
+
+    if mod.norm_first:
+        a = step("a", attention(Call(n1, (src,), {})))
+        x1 = step("x_prime", m.Add(src, a))
+        f = step("f", feed_forward(Call(n2, (x1,), {})))
+        out = m.Add(x1, f)
+    else:
+        a = step("a", attention(src))
+        x1 = step("x_prime", Call(n1, (m.Add(src, a),), {}))
+        f = step("f", feed_forward(x1))
+        out = Call(n2, (m.Add(x1, f),), {})
+    kw = {"heads": mod.self_attn.num_heads, "activation": act_name}
+    summary = (msg("A pre-norm transformer encoder layer: self-attention with %(heads)s heads, then a %(activation)s "
+                   "feed-forward network, each with a residual connection.", **kw) if mod.norm_first else
+               msg("A post-norm transformer encoder layer: self-attention with %(heads)s heads, then a %(activation)s "
+                   "feed-forward network, each with a residual connection.", **kw))
+    return Leaf(out, steps, inline=False, summary=summary)
+
+
+REGISTRY[nn.MultiheadAttention] = multihead_attention
+REGISTRY[nn.TransformerEncoderLayer] = transformer_encoder_layer

@@ -1,0 +1,134 @@
+"""Network operations: attention, convolution, dropout, child modules, loops, and any other torch call.
+
+Attention runs written out (q kᵀ, mask, softmax as exp/sum, grouped heads repeated), so a check of a page
+that uses it does not lean on torch's fused kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.nn import functional as F
+
+from atlas.equations.nodes import ADD, ATOM, Node, Num, SizeOf, kids
+
+
+class Attention(Node):
+    """softmax(q kᵀ · scale + M) v, M the causal mask when the code asks for it."""
+
+    def tex(self, p):
+        q, k, v, mask = self.args
+        m = self.meta
+        kk = k if m.get("groups", 1) == 1 else None
+        kt = (p.base(k) if kk is not None else
+              r"{\operatorname{repeat}_{" + str(m["groups"]) + r"}\!\left(" + p.print(k) + r"\right)}") + r"^{\mathsf T}"
+        vv = p.wrap(v, ATOM) if m.get("groups", 1) == 1 else \
+            r"\operatorname{repeat}_{" + str(m["groups"]) + r"}\!\left(" + p.print(v) + r"\right)"
+        if m.get("scale") is None:
+            logits = r"\frac{" + p.print(q) + r"\," + kt + r"}{\sqrt{" + p.print(SizeOf(m["head"])) + "}}"
+        else:
+            logits = p.print(Num(m["scale"])) + r"\," + p.print(q) + r"\," + kt
+        if mask is not None and not (isinstance(mask, Num) and mask.value is None):
+            logits += "+" + p.wrap(mask, ADD)
+        if m.get("causal"):
+            logits += r"+\atlasref{c.causal}"
+        return r"\operatorname{softmax}\!\Big(" + logits + r"\Big)\," + vv
+
+    def run(self, ev, q, k, v, mask):
+        m = self.meta
+        g = m.get("groups", 1)
+        if g > 1:
+            k, v = k.repeat_interleave(g, dim=-3), v.repeat_interleave(g, dim=-3)
+        scale = m["scale"] if m.get("scale") is not None else 1 / math.sqrt(q.shape[-1])
+        s = (q @ k.transpose(-2, -1)) * scale
+        if isinstance(mask, torch.Tensor):
+            s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+        if m.get("causal"):
+            L, S = s.shape[-2], s.shape[-1]
+            s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+        e = torch.exp(s - s.amax(-1, keepdim=True))
+        return (e / e.sum(-1, keepdim=True)) @ v
+
+
+class Conv(Node):
+    """W ⋆ x + b with the module's stride, padding, dilation and groups."""
+
+    prec = ADD
+
+    def tex(self, p):
+        x, w, b = self.args
+        core = p.wrap(w, ATOM) + r"\star " + p.wrap(x, ATOM)
+        return core + ("" if b is None else "+" + p.print(b))
+
+    def run(self, ev, x, w, b):
+        m = self.meta
+        fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[m["nd"]]
+        return fn(x, w, b, m["stride"], m["padding"], m["dilation"], m["groups"])
+
+
+class Dropout(Node):
+    """Dropout while training; the identity in evaluation, where pages are checked."""
+
+    def tex(self, p):
+        x, rate = self.args
+        return r"\operatorname{dropout}_{" + p.print(rate) + r"}\!\left(" + p.print(x) + r"\right)"
+
+    def run(self, ev, x, rate):
+        return x
+
+
+class Apply(Node):
+    """Any other torch call, printed by its name and run as the same call: Apply(args, kwargs)."""
+
+    def tex(self, p):
+        shown = [a for a in kids(self.args)]
+        name = self.meta["name"].replace("_", r"\_")
+        return r"\operatorname{" + name + r"}\!\left(" + r",\,".join(p.print(a) for a in shown) + r"\right)"
+
+    def run(self, ev, args, kwargs):
+        return self.meta["func"](*args, **kwargs)
+
+
+class Call(Node):
+    """A child module applied to its arguments, Call(module, args, kwargs); the check calls the real module."""
+
+    def tex(self, p):
+        module, args, kwargs = self.args
+        shown = list(kids((args, kwargs)))
+        return p.print(module) + r"\!\left(" + r",\,".join(p.print(a) for a in shown) + r"\right)"
+
+    def run(self, ev, module, args, kwargs):
+        return module(*args, **kwargs)
+
+
+class Loop(Node):
+    """The entries of a module list applied in turn, each to the previous one's result:
+    Loop(modules, start, args, kwargs), the running value inserted in `args` at `slot`."""
+
+    def tex(self, p):
+        raise TypeError("a loop is printed as a step of its own")
+
+    def run(self, ev, modules, start, args, kwargs):
+        value = start
+        slot = self.meta["slot"]
+        for module in modules:
+            call_args = list(args)
+            call_args.insert(slot, value)
+            value = module(*call_args, **kwargs)
+        return value
+
+
+class Linear(Node):
+    """x Wᵀ + b as F.linear computes it (W stored out × in)."""
+
+    prec = ADD
+
+    def tex(self, p):
+        x, w, b = self.args
+        core = p.wrap(x, ATOM) + r"\," + p.base(w) + r"^{\mathsf T}"
+        return core if b is None else core + "+" + p.print(b)
+
+    def run(self, ev, x, w, b):
+        y = x @ w.transpose(-2, -1) if w.dim() > 1 else x @ w
+        return y if b is None else y + b

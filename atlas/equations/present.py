@@ -1,0 +1,146 @@
+"""A named program as page data: LaTeX lines with symbol references, the symbols, constants and notations.
+
+Printing walks the same nodes the check runs. Nothing here adds markup for the site; that is the render
+layer's job (atlas.equations.markup).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from atlas.equations import ops_math as m
+from atlas.equations.nodes import Num, Printer, Sym, number_tex
+from atlas.equations.ops_nn import Attention, Call, Loop
+from atlas.equations.ops_tensor import Heads, MergeHeads
+from atlas.equations.program import Program
+from atlas.i18n import msg
+from atlas.model import EquationStatus, Equations, MathSymbol, Step
+from atlas.trace.shapes import dim
+
+MAX_SUMMARY = 3
+
+
+def _ref(key: str) -> str:
+    return r"\atlasref{" + key + "}"
+
+
+def _loop_tex(p: Printer, prog: Program, key: str, node: Loop) -> str:
+    stem = prog.symbols[key].stem or prog.symbols[key].tex or "x"
+    mods, start, args, kwargs = node.args
+    count = node.meta["count"]
+    shown = [p.print(a) for a in args if not isinstance(a, (Num,)) and hasattr(a, "tex")]
+    inner = ",\\,".join([f"{{{stem}}}_n"] + shown)
+    name = p.print(mods)
+    return (f"{{{stem}}}_{{n+1}} = {name}_n\\!\\left({inner}\\right),\\quad n=0,\\dots,{count - 1};\\quad "
+            f"{{{stem}}}_0 = {p.print(start)}")
+
+
+def _dims(shape, vocab) -> tuple:
+    if shape is None:
+        return ()
+    return tuple(dim(s, vocab) for s in shape)
+
+
+def notations(prog: Program) -> tuple:
+    """Definitions of the notation the lines use, each once: heads, merged heads, the causal mask."""
+    out, seen = [], set()
+    for step in prog.steps:
+        for node in step.node.walk():
+            if isinstance(node, Heads) and "heads" not in seen:
+                sizes = node.args[1]
+                h, d = sizes[-2], sizes[-1]
+                if isinstance(h, int) and h < 0:
+                    h = "h"
+                seen.add("heads")
+                out.append((r"x^{h}", msg("x split into %(heads)s heads of %(features)s features each: a view of "
+                                          "its last axis, then the heads axis moved before the positions",
+                                          heads=str(h), features=str(d))))
+            elif isinstance(node, MergeHeads) and "merge" not in seen:
+                seen.add("merge")
+                out.append((r"\operatorname{concat}_h(O)", msg("the heads of O put back side by side: the positions "
+                                                               "axis moved before the heads, then a reshape")))
+            elif isinstance(node, Attention) and node.meta.get("causal") and "causal" not in seen:
+                seen.add("causal")
+                out.append((r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}",
+                            msg("the causal mask: each position attends to itself and the positions before it")))
+    return tuple(out)
+
+
+def residuals(prog: Program) -> int:
+    """Own steps x' = x + f(...) where f is a section's result or a child module's."""
+    by_key = {s.key: s for s in prog.steps}
+    count = 0
+    for step in prog.steps:
+        if step.section is not None or not isinstance(step.node, m.Add):
+            continue
+        a, b = step.node.args
+        for base, branch in ((a, b), (b, a)):
+            if not isinstance(base, Sym):
+                continue
+            if isinstance(branch, Sym) and branch.key in by_key and (
+                    by_key[branch.key].section is not None or _calls(by_key[branch.key].node)):
+                count += 1
+                break
+            if _calls(branch):
+                count += 1
+                break
+    return count
+
+
+def _calls(node) -> bool:
+    return any(isinstance(n, (Call, Loop)) for n in node.walk())
+
+
+def normalizes(prog: Program) -> bool:
+    """Whether the steps divide by a 2-norm, or by the square root of a mean (a variance, a mean square)."""
+    means = {s.key for s in prog.steps if isinstance(s.node, (m.Mean, m.Var))}
+    for step in prog.steps:
+        for node in step.node.walk():
+            if isinstance(node, m.Norm2):
+                return True
+            if isinstance(node, (m.Sqrt, m.Rsqrt)):
+                inner = list(node.args[0].walk()) if hasattr(node.args[0], "walk") else []
+                if any(isinstance(n, (m.Mean, m.Var)) or (isinstance(n, Sym) and n.key in means) for n in inner):
+                    return True
+    return False
+
+
+def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations:
+    """Page data for a named program. `link_ids` maps a relative module path to a component id."""
+    p = Printer(prog.scalars())
+    steps = []
+    for step in prog.steps:
+        if isinstance(step.node, Loop):
+            tex = _loop_tex(p, prog, step.key, step.node)
+        else:
+            tex = f"{step.lhs or _ref(step.key)} = {p.print(step.node)}"
+        links = tuple(dict.fromkeys(i for i in (link_ids(rel) for rel in step.links) if i is not None))
+        steps.append(Step(tex, step.section, links, step.key, _dims(step.shape, vocab)))
+    constants = tuple(f"{_ref(k)} = {_const_tex(prog.symbols[k].binding[1])}" for k in prog.constants)
+    own = [s for s in steps if s.section is None]
+    if prog.leaf:
+        summary = tuple(s.tex for s in steps) + constants
+    else:
+        summary = tuple(s.tex for s in (own if len(own) <= MAX_SUMMARY else own[-2:]))
+    used = set()
+    for line in [s.tex for s in steps] + list(constants):
+        used.update(_keys(line))
+    notes = notations(prog)
+    for tex, _ in notes:
+        used.update(_keys(tex))
+    symbols = tuple(MathSymbol(k, s.tex or k, s.kind, s.stream) for k, s in prog.symbols.items() if k in used)
+    return Equations(status, summary, tuple(steps), prog.leaf, None, None, residuals(prog), normalizes(prog),
+                     symbols, constants if not prog.leaf else (), notes)
+
+
+def _keys(line: str) -> list[str]:
+    from atlas.equations.markup import refs
+    return refs(line)
+
+
+def _const_tex(value) -> str:
+    if isinstance(value, (int, float)):
+        return number_tex(value)
+    if isinstance(value, sympy.Basic):
+        return sympy.latex(value)
+    return str(value)

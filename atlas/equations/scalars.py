@@ -1,0 +1,192 @@
+"""The source of a number the code computed in Python: √768 rather than 27.71, 50·√64 rather than 400.
+
+A torch call receives a Python float after Python has done the arithmetic. The call's exact position in
+the source (from the instruction that made it) finds its expression in the AST; a scalar operand built
+from constants, numeric attributes and `math` is rebuilt as nodes, each leaf valued from the frame the call
+ran in. The rebuilt expression must evaluate to the very number the call received, or it is not used.
+A name that says epsilon becomes ε, a constant the page states once.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+
+from atlas.equations import ops_math as m
+from atlas.equations.nodes import Node, Num
+
+EPS_WORDS = ("eps", "epsilon")
+
+
+class Eps(Num):
+    """A small constant added for numerical safety (ε): the page states its value once."""
+
+    __slots__ = ()
+
+
+@functools.lru_cache(maxsize=256)
+def _tree(file: str):
+    try:
+        with open(file, encoding="utf-8") as f:
+            return ast.parse(f.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _index(file: str) -> dict:
+    tree = _tree(file)
+    out: dict = {}
+    if tree is None:
+        return out
+    for node in ast.walk(tree):
+        if hasattr(node, "end_col_offset") and isinstance(node, ast.expr):
+            out.setdefault((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset), node)
+    return out
+
+
+def expression_at(site) -> ast.expr | None:
+    """The AST expression of the call a site made (a Call, a BinOp, an attribute)."""
+    if site is None or site.span is None:
+        return None
+    return _index(site.file).get(site.span)
+
+
+def operands(expr: ast.expr, is_method: bool, index: int, key: str | None):
+    """The AST of argument `index` (or keyword `key`) of the torch call `expr` made."""
+    if isinstance(expr, ast.BinOp):
+        return [expr.left, expr.right]
+    if isinstance(expr, ast.Call):
+        if key is not None:
+            for kw in expr.keywords:
+                if kw.arg == key:
+                    return [kw.value]
+        args = list(expr.args)
+        if is_method:
+            if index == 0:
+                return [expr.func.value] if isinstance(expr.func, ast.Attribute) else []
+            index -= 1
+        return [args[index]] if 0 <= index < len(args) else []
+    return []
+
+
+class _Scope:
+    def __init__(self, scope) -> None:
+        self.local, self.glob = scope
+
+    def value(self, node: ast.expr):
+        if isinstance(node, ast.Name):
+            if node.id in self.local:
+                return self.local[node.id]
+            if node.id in self.glob:
+                return self.glob[node.id]
+            raise KeyError(node.id)
+        if isinstance(node, ast.Attribute):
+            return getattr(self.value(node.value), node.attr)
+        raise KeyError(type(node).__name__)
+
+
+def _name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+MATH_CALLS = {"sqrt": m.Sqrt, "exp": m.Exp, "log": m.Log, "tanh": m.Tanh, "cos": m.Cos, "sin": m.Sin}
+
+
+def rebuild(node: ast.expr, scope: _Scope) -> Node | None:
+    """Nodes for a scalar expression; None where it is not one."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return Num(node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math":
+            if node.attr == "pi":
+                return Pi(math.pi)
+            if node.attr == "e":
+                return Num(math.e)
+        try:
+            value = scope.value(node)
+        except Exception:  # a name the frame does not hold: not a scalar expression
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        name = _name(node).lower()
+        if isinstance(value, float) and any(w in name.split("_") or name.endswith(w) for w in EPS_WORDS):
+            return Eps(value)
+        return Num(value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = rebuild(node.operand, scope)
+        if inner is None:
+            return None
+        return Num(-inner.value) if type(inner) is Num else m.Neg(inner)
+    if isinstance(node, ast.BinOp):
+        a, b = rebuild(node.left, scope), rebuild(node.right, scope)
+        if a is None or b is None:
+            return None
+        ops = {ast.Add: m.Add, ast.Sub: m.Sub, ast.Mult: m.Mul, ast.Div: m.Div, ast.Pow: m.Pow,
+               ast.FloorDiv: m.FloorDiv}
+        op = ops.get(type(node.op))
+        return op(a, b) if op is not None else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == "math" and node.func.attr in MATH_CALLS and len(node.args) == 1:
+        inner = rebuild(node.args[0], scope)
+        return MATH_CALLS[node.func.attr](inner) if inner is not None else None
+    return None
+
+
+class Pi(Num):
+    __slots__ = ()
+
+    def tex(self, p):
+        return r"\pi"
+
+
+def value_of(node) -> float | None:
+    """Evaluate a rebuilt scalar expression with plain Python numbers."""
+    if isinstance(node, Num):
+        return node.value
+    try:
+        args = [value_of(a) for a in node.args]
+    except TypeError:
+        return None
+    if any(a is None for a in args):
+        return None
+    fns = {m.Add: lambda a, b: a + b, m.Sub: lambda a, b: a - b, m.Mul: lambda a, b: a * b,
+           m.Div: lambda a, b: a / b, m.Pow: lambda a, b: a ** b, m.FloorDiv: lambda a, b: a // b,
+           m.Neg: lambda a: -a, m.Sqrt: math.sqrt, m.Exp: math.exp, m.Log: math.log, m.Tanh: math.tanh,
+           m.Cos: math.cos, m.Sin: math.sin}
+    fn = fns.get(type(node))
+    try:
+        return fn(*args) if fn is not None else None
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def scalar_node(ev, index: int, key: str | None, value: float) -> Node | None:
+    """The source expression of a float argument of a recorded call, if it can be rebuilt exactly."""
+    scope = getattr(ev, "scope", None)
+    expr = expression_at(ev.site)
+    if scope is None or expr is None:
+        return None
+    s = _Scope(scope)
+    for candidate in operands(expr, ev.name.startswith("Tensor."), index, key):
+        node = rebuild(candidate, s)
+        if node is None:
+            continue
+        got = value_of(node)
+        if got is not None and (got == value or abs(got - value) <= 1e-12 * max(1.0, abs(value))):
+            return node
+    return None
+
+
+def scalar_on_left(ev) -> bool:
+    """`50 * x`: Python passed the tensor first; the source writes the number first."""
+    expr = expression_at(ev.site)
+    if not isinstance(expr, ast.BinOp):
+        return False
+    scope = _Scope(ev.scope if getattr(ev, "scope", None) is not None else ({}, {}))
+    return rebuild(expr.left, scope) is not None and rebuild(expr.right, scope) is None

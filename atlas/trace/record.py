@@ -1,0 +1,376 @@
+"""Record a forward: every torch call the code makes, the module calls around them, and the names code gives.
+
+Python runs the model's own code, so control flow, helper functions, keyword arguments and decorators
+need no interpreter here. Three listeners run together:
+- a TorchFunctionMode logs each torch call (function, arguments, result, the user code line that made it);
+- hooks on every module mark where each module call starts and ends;
+- a line tracer on user frames (not torch's, not the standard library's) reads which variable each value
+  is bound to, so pages can use the code's own names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+import sysconfig
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from atlas.trace.structures import Call, OpEvent, Ref, Site, Size, Value
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_HERE = os.path.dirname(__file__) + os.sep
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+
+# Tensor attributes that describe a tensor rather than compute one: never recorded.
+_DESCRIBE = {"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_meta", "grad", "grad_fn",
+             "layout", "is_leaf", "names", "is_sparse", "is_quantized", "is_nested", "_base", "data", "output_nr",
+             "_version", "is_mkldnn", "is_cpu", "itemsize", "nbytes", "_cdata", "retains_grad"}
+_QUERIES = {"size", "dim", "numel", "stride", "is_floating_point", "is_complex", "element_size", "is_contiguous",
+            "__len__", "__format__", "__repr__", "data_ptr", "get_device", "storage_offset", "nelement",
+            "ndimension", "__hash__", "is_signed", "untyped_storage", "storage", "__reduce_ex__", "__deepcopy__",
+            "has_names", "is_inference", "is_set_to", "__index__", "__int__", "__float__", "__bool__", "tolist",
+            "__iter__", "__dir__", "__array__", "__getstate__", "__setstate__", "_typed_storage",
+            "requires_grad_", "retain_grad", "register_hook", "__contains__", "__torch_function__"}
+_INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+                    "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__", "__setitem__"}
+
+
+def func_name(func) -> str:
+    """A stable, readable name for a torch callable: "cat", "Tensor.view", "linear", "Tensor.shape"."""
+    self = getattr(func, "__self__", None)
+    if type(self).__name__ == "getset_descriptor":
+        return f"Tensor.{self.__name__}"
+    owner = getattr(func, "__objclass__", None)
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if owner is not None and owner.__name__ in ("TensorBase", "Tensor"):
+        return f"Tensor.{name}"
+    qual = getattr(func, "__qualname__", "") or ""
+    if qual.startswith(("Tensor.", "TensorBase.")):
+        return "Tensor." + qual.split(".", 1)[1]
+    return name
+
+
+def is_user_file(filename: str) -> bool:
+    """Frames of the model's code and its libraries' code; not torch's, not the recorder's, not the stdlib's."""
+    if filename.startswith("<") or filename.startswith(_TORCH_DIR) or filename.startswith(_HERE):
+        return False
+    if filename.startswith(_STDLIB) and "-packages" + os.sep not in filename:
+        return False
+    return True
+
+
+def forward_code(module: nn.Module):
+    """The code object of a module's own forward(), under any decorators."""
+    fn = inspect.unwrap(type(module).forward)
+    return getattr(fn, "__code__", None)
+
+
+class Recorder(TorchFunctionMode):
+    """Listens to one forward. Use as `with Recorder(model) as rec: model(...)`, then read `rec.root`."""
+
+    def __init__(self, model: nn.Module, to_size=lambda x: x, names: bool = True) -> None:
+        super().__init__()
+        self.model = model
+        self.to_size = to_size              # SymInt -> sympy expression in the input symbols
+        self.values: list[Value] = []
+        self.by_id: dict[int, Value] = {}
+        self.keep: list = []                # objects whose ids are in by_id stay alive
+        self.scalars: dict = {}             # unbacked symbol -> the Value of the .item() that made it
+        self.root: Call | None = None
+        self.stack: list[Call] = []
+        self.paused = 0
+        self.names = names
+        self._frames: dict[int, int] = {}   # id(frame) -> frame number, while the frame runs
+        self._seen: dict[int, dict] = {}    # frame number -> {variable: id(object)} last seen
+        self._frame_count = 0
+        self._codes: dict = {}              # code object -> user code?
+        self._positions: dict = {}          # code object -> its instructions' source positions
+        self._handles: list = []
+        self._previous_trace = None
+        self._owners = {}
+        for prefix, module in model.named_modules(remove_duplicate=False):
+            for name, p in module.named_parameters(recurse=False):
+                self._owners.setdefault(id(p), ("param", prefix, name, p))
+            for name, b in module.named_buffers(recurse=False):
+                self._owners.setdefault(id(b), ("buffer", prefix, name, b))
+        self._paths = {}
+        for prefix, module in model.named_modules(remove_duplicate=False):
+            self._paths.setdefault(id(module), prefix)
+
+    # -- values -----------------------------------------------------------------------------
+    def new_value(self, obj, kind: str, owner: str | None = None, attr: str | None = None) -> Value:
+        if isinstance(obj, torch.Tensor):
+            shape = tuple(self.to_size(s) for s in obj.shape)
+            dtype = str(obj.dtype).removeprefix("torch.")
+        else:
+            shape, dtype = None, type(obj).__name__
+        v = Value(len(self.values), kind, shape, dtype, obj, owner, attr)
+        self.values.append(v)
+        if isinstance(obj, torch.Tensor):
+            self.by_id[id(obj)] = v
+            self.keep.append(obj)
+        return v
+
+    def value_of(self, t: torch.Tensor) -> Value:
+        v = self.by_id.get(id(t))
+        if v is not None and v.obj is t:
+            return v
+        owner = self._owners.get(id(t))
+        if owner is not None and owner[3] is t:
+            return self.new_value(t, owner[0], owner[1], owner[2])
+        return self.new_value(t, "external")
+
+    def encode(self, x):
+        """Arguments with tensors as Refs and symbolic sizes as Size; other constants as they are."""
+        if isinstance(x, torch.Tensor):
+            return Ref(self.value_of(x))
+        if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            expr = self.to_size(x)
+            v = self.scalars.get(expr)
+            return Ref(v) if v is not None else Size(expr)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):          # named tuples (torch.return_types)
+            return tuple(self.encode(i) for i in x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.encode(i) for i in x) if type(x) in (list, tuple) else tuple(self.encode(i) for i in x)
+        if isinstance(x, torch.Size):
+            return tuple(self.encode(i) for i in x)
+        if isinstance(x, slice):
+            return slice(self.encode(x.start), self.encode(x.stop), self.encode(x.step))
+        if isinstance(x, dict):
+            return {k: self.encode(v) for k, v in x.items()}
+        return x
+
+    def _outputs(self, out, args, inplace: bool):
+        """Values for what a call returned: new ones, except where it returned an input unchanged."""
+        if isinstance(out, torch.Tensor):
+            prev = self.by_id.get(id(out))
+            if prev is not None and prev.obj is out and not inplace:
+                return Ref(prev)                        # x.contiguous(), x.to(same dtype): the same value
+            return Ref(self.new_value(out, "op"))
+        if isinstance(out, (tuple, list)):
+            return tuple(self._outputs(o, args, inplace) for o in out)
+        if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            v = Value(len(self.values), "op", None, type(out).__name__.lower().removeprefix("sym"), out)
+            self.values.append(v)
+            self.scalars[self.to_size(out)] = v
+            return Ref(v)
+        if isinstance(out, (int, float, bool)) and not isinstance(out, bool):
+            v = Value(len(self.values), "op", None, type(out).__name__, out)
+            self.values.append(v)
+            return Ref(v)
+        return out
+
+    # -- the torch function mode ------------------------------------------------------------
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.paused:
+            return func(*args, **kwargs)
+        if not self.names:
+            return self._record(func, args, kwargs)
+        sys.settrace(None)          # torch's own Python (fake tensors) and the bookkeeping are not user code
+        try:
+            return self._record(func, args, kwargs)
+        finally:
+            sys.settrace(self._global_trace)
+
+    def _record(self, func, args, kwargs):
+        name = func_name(func)
+        short = name.removeprefix("Tensor.")
+        if (name.startswith("Tensor.") and short in _DESCRIBE) or short in _QUERIES:
+            return func(*args, **kwargs)
+        site, frame = self._site()
+        out = func(*args, **kwargs)
+        inplace = short in _INPLACE_DUNDERS or (short.endswith("_") and not short.endswith("__"))
+        self.paused += 1
+        try:
+            enc_args, enc_kwargs = self.encode(args), self.encode(kwargs)
+            if short == "__setitem__":
+                target = self.by_id.get(id(args[0]))
+                if target is None:
+                    target = self.value_of(args[0])
+                enc_out = Ref(self.new_value(args[0], "op"))    # the changed tensor is a new value
+            else:
+                enc_out = self._outputs(out, args, inplace)
+            event = OpEvent(func, name, tuple(enc_args), enc_kwargs, enc_out, site, inplace)
+            if frame is not None and _has_float((args, kwargs)):
+                event.scope = (dict(frame.f_locals), frame.f_globals)
+            if self.stack:
+                self.stack[-1].events.append(event)
+        finally:
+            self.paused -= 1
+        return out
+
+    def _site(self):
+        frame = sys._getframe(2)
+        while frame is not None and not self._is_user(frame.f_code):
+            frame = frame.f_back
+        if frame is None:
+            return None, None
+        number = self._frames.get(id(frame), -1)
+        code = frame.f_code
+        return Site(code.co_filename, frame.f_lineno, code.co_name, number, code,
+                    self._span(code, frame.f_lasti)), frame
+
+    def _span(self, code, lasti: int):
+        positions = self._positions.get(code)
+        if positions is None:
+            positions = self._positions[code] = list(code.co_positions())
+        i = lasti // 2
+        if not 0 <= i < len(positions) or None in positions[i]:
+            return None
+        line, end_line, col, end_col = positions[i]
+        return (line, col, end_line, end_col)
+
+    def _is_user(self, code) -> bool:
+        known = self._codes.get(code)
+        if known is None:
+            known = self._codes[code] = is_user_file(code.co_filename)
+        return known
+
+    # -- module calls -----------------------------------------------------------------------
+    def _pre(self, module, args, kwargs):
+        if self.paused:
+            return None
+        with self._untraced():
+            self._enter(module, args, kwargs)
+
+    def _post(self, module, args, kwargs, output):
+        if self.paused or not self.stack:
+            return None
+        with self._untraced():
+            self._leave(module, args, kwargs, output)
+
+    @contextlib.contextmanager
+    def _untraced(self):
+        if self.names:
+            sys.settrace(None)
+        try:
+            yield
+        finally:
+            if self.names:
+                sys.settrace(self._global_trace)
+
+    def _enter(self, module, args, kwargs):
+        self.paused += 1
+        try:
+            for t in _tensors((args, kwargs)):
+                if self.by_id.get(id(t)) is None or self.by_id[id(t)].obj is not t:
+                    self.value_of(t)
+            path = self._paths.get(id(module), "?")
+            call = Call(module, path, tuple(self.encode(args)), self.encode(kwargs),
+                        parent=self.stack[-1] if self.stack else None)
+            if self.stack:
+                self.stack[-1].events.append(call)
+            elif self.root is None:
+                self.root = call
+            self.stack.append(call)
+        finally:
+            self.paused -= 1
+        return None
+
+    def _leave(self, module, args, kwargs, output):
+        self.paused += 1
+        try:
+            call = self.stack.pop()
+            call.out = self._outputs(output, args, False) if not _is_input(output, args, kwargs) \
+                else self.encode(output)
+        finally:
+            self.paused -= 1
+        return None
+
+    # -- names from user frames ---------------------------------------------------------------
+    def _global_trace(self, frame, event, arg):
+        if event != "call" or not self._is_user(frame.f_code):
+            return None
+        self._frame_count += 1
+        number = self._frame_count
+        self._frames[id(frame)] = number
+        self._seen[number] = {}
+        if self.stack:
+            call = self.stack[-1]
+            call.frames.add(number)
+            if call.forward_frame is None and frame.f_code is forward_code(call.module):
+                call.forward_frame = number
+        return self._local_trace
+
+    def _local_trace(self, frame, event, arg):
+        if event in ("line", "return"):
+            number = self._frames.get(id(frame))
+            if number is not None:
+                self._scan(frame, number)
+                if event == "return":
+                    self._frames.pop(id(frame), None)
+        return self._local_trace
+
+    def _scan(self, frame, number: int) -> None:
+        seen = self._seen[number]
+        code = frame.f_code
+        n_params = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
+        params = code.co_varnames[:n_params]
+        for var, obj in frame.f_locals.items():
+            if isinstance(obj, torch.Tensor):
+                v = self.by_id.get(id(obj))
+                if v is not None and v.obj is obj and seen.get(var) != v.id:
+                    seen[var] = v.id
+                    v.names.append((number, var, frame.f_lineno, var in params))
+
+    # -- entering and leaving -----------------------------------------------------------------
+    def __enter__(self):
+        for module in self.model.modules():
+            self._handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
+            self._handles.append(module.register_forward_hook(self._post, with_kwargs=True, always_call=True))
+        if self.names:
+            self._previous_trace = sys.gettrace()
+            sys.settrace(self._global_trace)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            if self.names:
+                sys.settrace(self._previous_trace)
+            for h in self._handles:
+                h.remove()
+            self._handles.clear()
+            while self.stack:                       # calls left open by an exception
+                call = self.stack.pop()
+                call.failed = str(exc[1]) if exc and exc[1] is not None else "interrupted"
+
+    def register_inputs(self, named: dict) -> None:
+        for name, t in named.items():
+            for i, tensor in enumerate(_tensors(t)):
+                v = self.new_value(tensor, "input", attr=name if isinstance(t, torch.Tensor) else f"{name}[{i}]")
+                v.names.append((0, v.attr, 0, True))
+
+
+def _has_float(x) -> bool:
+    if isinstance(x, float):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_float(i) for i in x)
+    if isinstance(x, dict):
+        return any(_has_float(i) for i in x.values())
+    return False
+
+
+def _tensors(x) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for i in x for t in _tensors(i)]
+    if isinstance(x, dict):
+        return [t for i in x.values() for t in _tensors(i)]
+    return []
+
+
+def _is_input(output, args, kwargs) -> bool:
+    """A module that returns one of its inputs unchanged (Identity, eval-mode Dropout in place)."""
+    if not isinstance(output, torch.Tensor):
+        return False
+    return any(output is t for t in _tensors((args, kwargs)))

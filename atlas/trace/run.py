@@ -1,0 +1,174 @@
+"""One recorded forward of a whole model: symbolic on fake tensors where it can be, concrete where it must.
+
+The symbolic run gives every size as an expression in the input symbols and costs no memory for weights
+or activations. A repeated list entry is run once: later entries whose inputs have exactly the first
+entry's shapes are not run again (same code, same shapes), so a 126-layer model costs what a 1-layer one
+does. Where the symbolic run fails, the caller falls back to concrete probes (see atlas.shapes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+
+import torch
+from torch import nn
+
+from atlas.errors import where
+from atlas.trace.record import Recorder
+from atlas.trace.structures import Call, Ref, Trace
+from atlas.trace.symbolic import SymbolicInputs
+
+log = logging.getLogger("atlas")
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+          "uint8": torch.uint8, "bool": torch.bool, "complex64": torch.complex64}
+
+
+def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[str]] = (),
+             names: bool = True) -> Trace:
+    """Run `model` once on fake tensors whose symbolic dims are named by `hints`' keys.
+
+    specs: InputSpec list (name, dtype, dims: ints and symbol names). repeats: groups of module paths
+    that are one component (list entries); all but the first of each may be skipped."""
+    device = next((t.device.type for t in list(model.parameters()) + list(model.buffers())), "meta")
+    si = SymbolicInputs(hints, device)
+    inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
+    rec = Recorder(model, si.expr, names=names)
+    error = None
+    with _evaluation(model), _skipping(model, repeats, rec), torch.no_grad(), si.mode, rec:
+        rec.register_inputs(inputs)
+        try:
+            _call(model, inputs)
+        except Exception as exc:  # the record keeps every call that finished before it
+            error = where(exc)
+    return Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
+                 _working_dtype(model), error, specialized=tuple(si.specialized()))
+
+
+def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -> Trace:
+    """Run `model` on concrete tensors (meta or CPU): sizes are ints."""
+    rec = Recorder(model, lambda s: int(s) if isinstance(s, (int, torch.SymInt)) else s, names=names)
+    error = None
+    with _evaluation(model), torch.no_grad(), rec:
+        rec.register_inputs(example)
+        try:
+            _call(model, example)
+        except Exception as exc:  # the record keeps every call that finished before it
+            error = where(exc)
+    return Trace(rec.root, rec.values, {}, {}, False, device, _working_dtype(model), error)
+
+
+def _call(model: nn.Module, inputs: dict):
+    params = inspect.signature(model.forward).parameters
+    if all(name in params for name in inputs):
+        return model(**inputs)
+    return model(*inputs.values())                  # names are labels only: pass in declared order
+
+
+def _working_dtype(model: nn.Module) -> str:
+    for p in model.parameters():
+        if p.is_floating_point():
+            return str(p.dtype).removeprefix("torch.")
+    return "float32"
+
+
+@contextlib.contextmanager
+def _evaluation(model: nn.Module):
+    """Pages describe evaluation mode (dropout off, running statistics): record in it, then restore."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
+@contextlib.contextmanager
+def _skipping(model: nn.Module, repeats, rec: Recorder):
+    """Entries 1..N-1 of each group of identical list entries: when called with exactly the inputs the
+    first entry saw, return fresh tensors of the first entry's output shapes instead of running."""
+    patched = []
+    for paths in repeats:
+        if len(paths) < 2:
+            continue
+        first = model.get_submodule(paths[0])
+        for path in paths[1:]:
+            module = model.get_submodule(path)
+            if module is first or "forward" in vars(module):
+                continue
+            module.forward = _skipper(module, first, rec)
+            patched.append(module)
+    try:
+        yield
+    finally:
+        for module in patched:
+            del module.forward
+
+
+def _skipper(module: nn.Module, first: nn.Module, rec: Recorder):
+    real = type(module).forward.__get__(module)
+
+    def forward(*args, **kwargs):
+        seen = _first_call(rec, first)
+        if seen is not None and seen.failed is None and _same_inputs(rec, seen, args, kwargs):
+            rec.paused += 1
+            try:
+                out = _like(seen.out)
+            finally:
+                rec.paused -= 1
+            if out is not None:
+                current = rec.stack[-1] if rec.stack else None
+                if current is not None and current.module is module:
+                    current.skipped = True
+                return out
+        return real(*args, **kwargs)
+
+    return forward
+
+
+def _first_call(rec: Recorder, module: nn.Module) -> Call | None:
+    if rec.root is None:
+        return None
+    for call in rec.root.calls():
+        if call.module is module and call.out is not None:
+            return call
+    return None
+
+
+def _signature(x, size):
+    """What a call's inputs look like: tensors by shape (as expressions, so no guard is added) and dtype."""
+    if isinstance(x, Ref):
+        x = x.value.obj
+    if isinstance(x, torch.Tensor):
+        return ("t", tuple(str(size(s)) for s in x.shape), str(x.dtype))
+    if isinstance(x, (tuple, list)):
+        return tuple(_signature(i, size) for i in x)
+    if isinstance(x, dict):
+        return tuple((k, _signature(v, size)) for k, v in x.items())
+    if isinstance(x, (int, float, bool, str)) or x is None:
+        return ("c", repr(x))
+    return ("o", type(x).__name__)
+
+
+def _same_inputs(rec: Recorder, seen: Call, args, kwargs) -> bool:
+    rec.paused += 1
+    try:
+        return _signature((seen.args, seen.kwargs), rec.to_size) == _signature((tuple(args), dict(kwargs)), rec.to_size)
+    except Exception:  # sizes that cannot be compared without a guard: run the entry
+        return False
+    finally:
+        rec.paused -= 1
+
+
+def _like(out):
+    """Fresh tensors shaped like a recorded output; None where it holds anything else."""
+    if isinstance(out, Ref):
+        obj = out.value.obj
+        return torch.empty_like(obj) if isinstance(obj, torch.Tensor) else None
+    if isinstance(out, tuple):
+        items = [_like(o) if o is not None else None for o in out]
+        return None if any(i is None and o is not None for i, o in zip(items, out)) else tuple(items)
+    return None

@@ -1,0 +1,83 @@
+"""Every component's input and output shapes, read from the first call of its first instance in a record."""
+
+from __future__ import annotations
+
+import inspect
+
+import sympy
+from torch import nn
+
+from atlas.inputs import Vocabulary
+from atlas.model import Dim, Shapes, ShapeStatus, TensorShape
+from atlas.trace.structures import Call, Ref, Trace
+
+
+def dim(size, vocab: Vocabulary) -> Dim:
+    """An int, or an expression in the input symbols named by the symbols it uses."""
+    if isinstance(size, int):
+        return Dim(value=size)
+    if isinstance(size, sympy.Basic) and size.is_Integer:
+        return Dim(value=int(size))
+    names = [str(s) for s in sorted(size.free_symbols, key=str)] if isinstance(size, sympy.Basic) else []
+    order = [s for s, _ in vocab.symbols]
+    names.sort(key=lambda s: order.index(s) if s in order else len(order))
+    label = " × ".join(vocab.symbol_name(s) or s for s in names)
+    return Dim(symbol=str(size), name=label or str(size))
+
+
+def tensors(name: str, x) -> list[tuple[str, object]]:
+    """Recorded tensors inside an argument or a result, element by element: x, x[0], x['key']."""
+    if isinstance(x, Ref):
+        return [(name, x.value)] if x.value.shape is not None else []
+    if isinstance(x, (tuple, list)):
+        return [t for i, v in enumerate(x) for t in tensors(f"{name}[{i}]", v)]
+    if isinstance(x, dict):
+        return [t for k, v in x.items() for t in tensors(f"{name}[{k!r}]", v)]
+    return []
+
+
+def named_inputs(call: Call) -> list[tuple[str, object]]:
+    """The call's tensors, named by the forward() parameter they were passed as."""
+    try:
+        sig = inspect.signature(call.module.forward)
+        bound = sig.bind(*call.args, **call.kwargs)
+    except (TypeError, ValueError):
+        return [t for i, a in enumerate(call.args) for t in tensors(f"args[{i}]", a)] + \
+               [t for k, v in call.kwargs.items() for t in tensors(k, v)]
+    items = []
+    for name, value in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            items += [t for i, v in enumerate(value) for t in tensors(f"{name}[{i}]", v)]
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            items += [t for k, v in value.items() for t in tensors(k, v)]
+        else:
+            items += tensors(name, value)
+    return items
+
+
+def _shape(name: str, value, vocab: Vocabulary) -> TensorShape:
+    return TensorShape(name, tuple(dim(s, vocab) for s in value.shape), value.dtype)
+
+
+def of_call(call: Call, vocab: Vocabulary, method: str, note=None) -> Shapes:
+    ins = tuple(_shape(n, v, vocab) for n, v in named_inputs(call))
+    outs = tuple(_shape(n, v, vocab) for n, v in tensors("output", call.out))
+    return Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
+
+
+def record_of(trace: Trace, path: str) -> Trace:
+    """The record a component's first call is in: the model's, or the component's own."""
+    return trace.extra.get(path, trace)
+
+
+def first_call_of(trace: Trace, model: nn.Module, path: str) -> Call | None:
+    if path in trace.extra:
+        own = trace.extra[path]
+        return own.root if own.root is not None and own.root.failed is None and own.root.out is not None else None
+    calls = getattr(trace, "_first", None)
+    if calls is None:
+        calls = trace.first_calls()
+        trace._first = calls
+    call = calls.get(path)
+    return call if call is not None and call.failed is None and call.out is not None else None

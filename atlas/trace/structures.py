@@ -1,0 +1,115 @@
+"""What one recorded forward holds: values, the torch calls that made them, and the module calls around them.
+
+A `Value` is one SSA value of the run: an input, a parameter or buffer, or the result of a torch call.
+Its identity is the value, never its printed name. An in-place call makes a new value from the object it
+changes. Sizes are sympy expressions in the model's input symbols (B, T, ...) when the run was symbolic,
+plain ints when it was concrete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False)
+class Value:
+    id: int
+    kind: str                       # "input" | "param" | "buffer" | "op" | "external"
+    shape: tuple | None = None      # sympy expressions or ints; None for a non-tensor (an .item() scalar)
+    dtype: str | None = None
+    obj: object = None              # the tensor itself (kept alive, so ids stay unique during the run)
+    owner: str | None = None        # "param"/"buffer": the module path that owns it
+    attr: str | None = None         # "param"/"buffer": its attribute name; "input": the parameter name
+    names: list = field(default_factory=list)   # (frame number, variable, line) bindings seen in user code
+
+    def __repr__(self) -> str:
+        return f"Value({self.id}, {self.kind}, {self.shape})"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A value used as an argument."""
+
+    value: Value
+
+
+@dataclass(frozen=True)
+class Size:
+    """A size computed from input dims: a sympy expression (or an int in a concrete run)."""
+
+    expr: object
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where user code made a call: the innermost frame outside torch."""
+
+    file: str
+    line: int
+    function: str
+    frame: int                      # the frame's number in this run, to tell calls of one function apart
+    code: object = None             # the frame's code object
+    span: tuple | None = None       # (line, column, end line, end column) of the expression that made the call
+
+
+@dataclass(eq=False)
+class OpEvent:
+    """One torch call made by the code: `func(*args, **kwargs) -> out`."""
+
+    func: object                    # the callable torch dispatched (torch.cat, Tensor.view, F.linear, ...)
+    name: str                       # "cat", "Tensor.view", "linear", ...
+    args: tuple                     # encoded: Ref, Size, constants, nested tuples/lists/slices
+    kwargs: dict
+    out: object                     # encoded like args: a Ref, a tuple of Refs, a constant
+    site: Site | None
+    inplace: bool = False
+    scope: tuple | None = None      # (locals, globals) of the calling frame, kept where a Python float is passed
+
+
+@dataclass(eq=False)
+class Call:
+    """One call of a module's forward, with the events inside it in order (ops and child calls)."""
+
+    module: object
+    path: str                       # the module's path in the model
+    args: tuple                     # encoded
+    kwargs: dict
+    out: object = None              # encoded
+    events: list = field(default_factory=list)
+    parent: "Call | None" = None
+    frames: set = field(default_factory=set)    # numbers of the user frames that ran inside this call
+    forward_frame: int | None = None             # the number of the frame running the module's forward()
+    skipped: bool = False           # a repeated list entry whose result was taken from its first entry's shape
+    failed: str | None = None       # the error that stopped the call, if any
+
+    def calls(self):
+        """Every call inside this one, depth-first, this one included."""
+        yield self
+        for e in self.events:
+            if isinstance(e, Call):
+                yield from e.calls()
+
+
+@dataclass
+class Trace:
+    """A recorded forward of a whole model."""
+
+    root: Call | None
+    values: list                    # every Value, in creation order
+    symbols: dict                   # name -> sympy Symbol used in sizes ("B", "T")
+    hints: dict                     # name -> the int the symbolic run was specialized at
+    symbolic: bool                  # sizes are expressions (a fake run with a ShapeEnv)
+    method: str                     # "fake" | "meta" | "cpu"
+    dtype: str = "float32"          # the working dtype of the run
+    error: str | None = None        # why the run stopped early, if it did
+    notes: tuple = ()               # how the run was made to work (a retry in bfloat16, a larger T)
+    specialized: tuple = ()         # symbols the code needed as exact numbers, so the run fixed them
+    extra: dict = field(default_factory=dict)   # module path -> its own record (a module the model never calls)
+
+    def first_calls(self) -> dict:
+        """module path -> its first call in the run."""
+        out: dict = {}
+        if self.root is not None:
+            for call in self.root.calls():
+                out.setdefault(call.path, call)
+        return out
