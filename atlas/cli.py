@@ -9,7 +9,7 @@ import warnings
 
 from atlas.errors import AtlasError
 
-EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2       # 1: stale pages, or equations that disagree with forward()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,8 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from atlas import progress
     progress.enable()
+    from atlas.equations.enrich import EquationMismatch
     try:
         return _run(args)
+    except EquationMismatch as exc:
+        print(f"atlas: error: {exc}", file=sys.stderr)
+        return EXIT_STALE
     except AtlasError as exc:
         print(f"atlas: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -281,13 +281,7 @@ def record(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
         log.info("symbolic run: %s", trace.error or f"specialized {trace.specialized}")
         shaped = derive(model, doc, declared, budget_bytes)
         probe = {s: PROBE_VALUES[i][0] for i, s in enumerate(symbols)}
-        method = next((c.shapes.method for c in shaped.components if c.shapes and c.shapes.method), "meta")
-        target = model
-        concrete = trace_run.concrete(target, example_inputs(specs, probe, "meta"), "meta") if method == "meta" \
-            else None
-        if concrete is not None:
-            concrete.hints = probe
-        return shaped, concrete
+        return shaped, _concrete_record(model, specs, probe, budget_bytes)
     dim_names = DimNames(vocab.symbols, vocab.fixed)
     comps = []
     for comp in doc.components:
@@ -299,6 +293,24 @@ def record(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
             shapes = _own_record(model, module, comp, trace, vocab)
         comps.append(replace(comp, shapes=shapes))
     return replace(doc, components=tuple(comps), dims=dim_names, inputs=tuple(texts)), trace
+
+
+def _concrete_record(model: nn.Module, specs, probe: dict, budget_bytes: int):
+    """A record at one concrete size, for the equations, where the symbolic run failed: on the meta device,
+    else on a CPU copy within the memory budget (a model built with real weights runs as it is)."""
+    from atlas.trace import run as trace_run
+    on_meta = any(t.device.type == "meta" for t in list(model.parameters()) + list(model.buffers()))
+    target = model
+    if on_meta:
+        trace = trace_run.concrete(model, example_inputs(specs, probe, "meta"), "meta")
+        size = sum(p.numel() * p.element_size() for p in model.parameters())
+        if trace.error is None or size > budget_bytes:
+            trace.hints = probe
+            return trace
+        target = _cpu_copy(model)
+    trace = trace_run.concrete(target, example_inputs(specs, probe, "cpu"), "cpu")
+    trace.hints = probe
+    return trace
 
 
 def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shapes:

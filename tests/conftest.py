@@ -16,6 +16,25 @@ def fixture_spec(name: str) -> str:
     return f"{FIXTURES}:{name}"
 
 
+def lines(doc, cid: str) -> list[str]:
+    """A component's steps as a reader sees them: plain LaTeX, every symbol by its name."""
+    from atlas.equations.markup import plain
+    e = doc.component(cid).equations
+    return [plain(s.tex, e.names()) for s in e.steps]
+
+
+def summary(doc, cid: str) -> list[str]:
+    from atlas.equations.markup import plain
+    e = doc.component(cid).equations
+    return [plain(s, e.names()) for s in e.summary]
+
+
+def page_math(text: str) -> str:
+    """A generated page with the site's symbol keys and stream classes removed."""
+    from atlas.equations.markup import strip_markup
+    return strip_markup(text, keep_streams=False)
+
+
 @pytest.fixture(scope="session")
 def ldlm_doc():
     from atlas import describe

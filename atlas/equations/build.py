@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import os
 
+import torch
 from torch import nn
 
 from atlas.equations import leaves
@@ -58,8 +59,9 @@ class Builder:
         self.base = call.path
         self.d = Draft()
         self._site = None
-        self.paths = {}
-        for rel, p in list(module.named_parameters(remove_duplicate=False)) + list(module.named_buffers(remove_duplicate=False)):
+        self.paths = {}                 # the recorded instance's tensors (the model itself, or a CPU copy of it)
+        traced = call.module
+        for rel, p in list(traced.named_parameters(remove_duplicate=False)) + list(traced.named_buffers(remove_duplicate=False)):
             self.paths.setdefault(id(p), rel)
 
     # -- entry -----------------------------------------------------------------------------------
@@ -77,23 +79,14 @@ class Builder:
         return d
 
     def _inputs(self) -> None:
-        sig = _signature(self.module)
         try:
-            bound = sig.bind(*self.call.args, **self.call.kwargs)
+            named = bound_arguments(self.module, self.call.args, self.call.kwargs)
         except TypeError as exc:
             raise leaves.Unsupported(msg("the recorded call does not fit forward()'s signature: %(error)s",
                                          error=str(exc))) from None
-        for name, value in bound.arguments.items():
-            kind = sig.parameters[name].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                items = [(f"{name}[{i}]", v) for i, v in enumerate(value)]
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                items = list(value.items())
-            else:
-                items = [(name, value)]
-            for path, v in items:
-                self._input(path, v)
-            self.d.prog.inputs.append(name)
+        for path, v in named.items():
+            self._input(path, v)
+            self.d.prog.inputs.append(path)
 
     def _input(self, path: str, value) -> None:
         d = self.d
@@ -129,6 +122,9 @@ class Builder:
 
     def _op(self, ev: OpEvent, section) -> None:
         self._site = ev.site
+        for x in list(ev.args) + list(ev.kwargs.values()):
+            if isinstance(x, torch.dtype):
+                self.d.prog.dtypes.add(str(x).removeprefix("torch."))
         result = self._constants(lower(ev, self.node_of))
         self._assign(ev.out, result, section)
 
@@ -203,12 +199,12 @@ class Builder:
         if outs and all(r.value.id in d.env for r in outs) and not c.skipped:
             return                                  # it returned its input unchanged (Identity, eval Dropout)
         rel = self._rel(c.path)
-        if not c.skipped and isinstance(c.module, _DROPOUTS) and not c.module.training:
+        if not c.skipped and isinstance(c.module, _DROPOUTS):
             ins = _refs(list(c.args) + list(c.kwargs.values()))
             if len(ins) == 1 and len(outs) == 1:
                 d.env[outs[0].value.id] = self.node_of(ins[0])      # the identity in evaluation mode
                 return
-        if not c.skipped and leaves.builder_for(c.module) is not None:
+        if leaves.builder_for(c.module) is not None:               # a skipped entry too: no record needed
             if self._leaf(c, rel, section):
                 return
         elif not c.skipped and depth == 0 and _composite(c.module):
@@ -220,6 +216,7 @@ class Builder:
             self._events(c, title, depth + 1)
             return
         elif not c.skipped and _pure(c):
+            d.frames |= c.frames                    # its variables may name a value used twice
             self._events(c, section, depth + 1)
             return
         self._opaque(c, rel, section)
@@ -252,7 +249,10 @@ class Builder:
         parameter's default, since the recorded object is not the one a fresh call would get."""
         sig = _signature(c.module)
         params = sig.parameters
-        args = tuple(self._data(a) for a in c.args)
+        names = list(params)
+        args = tuple(params[names[i]].default if i < len(names) and _is_object(a)
+                     and params[names[i]].default is not inspect.Parameter.empty else self._data(a)
+                     for i, a in enumerate(c.args))
         kwargs = {}
         for k, v in c.kwargs.items():
             if _is_object(v) and k in params and params[k].default is not inspect.Parameter.empty:
@@ -311,6 +311,22 @@ class Builder:
                     name=getattr(first.module, "atlas_name", None) or type(first.module).__name__)
         self._assign(run[-1].out, node, section)
         d.loops.add(id(node))
+
+
+def bound_arguments(module: nn.Module, args, kwargs) -> dict:
+    """forward()'s arguments by name; *args as name[i], **kwargs by their own keys."""
+    sig = _signature(module)
+    bound = sig.bind(*args, **kwargs)
+    out = {}
+    for name, value in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            out.update({f"{name}[{i}]": v for i, v in enumerate(value)})
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        else:
+            out[name] = value
+    return out
 
 
 def _params(c: Call) -> dict:

@@ -112,7 +112,7 @@ def transformer_encoder_layer(b: LeafBuilder, src, *rest):
     steps = []
 
     def step(hint, node):
-        sym, st = b.step(hint, node)
+        sym, st = b.step(hint, node, {"a": "a", "f": "f", "x_prime": "x'"}[hint])
         steps.append(st)
         return sym
 

@@ -48,6 +48,8 @@ def leaf_program(module: nn.Module, call) -> Program:
     for st in leaf.steps:
         prog.steps.append(st)
     outs = list(leaf.out) if isinstance(leaf.out, tuple) else [leaf.out]
+    if isinstance(leaf.out, tuple) and isinstance(call.out, tuple) and len(call.out) == len(outs):
+        outs = [o for o, rec in zip(outs, call.out) if rec is not None]     # need_weights=False: (out, None)
     from atlas.equations.recurrent import Scan
     for node in outs:
         scan = node.args[0] if isinstance(node.args[0], Scan) else None

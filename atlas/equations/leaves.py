@@ -53,7 +53,7 @@ class LeafBuilder:
         key = f"p.{self.path}.{name}" if self.path else f"p.{name}"
         if transpose:
             key += ".T"
-        self.prog.add(key, "param", ("param", self.path, name, transpose), base=base, role=self.attr)
+        self.prog.add(key, "param", ("param", self.path, name, transpose), base=base, role=_role(self.path, self.attr))
         return Sym(key)
 
     def const(self, name: str, value) -> Sym:
@@ -64,10 +64,19 @@ class LeafBuilder:
             self.prog.constants.append(key)
         return Sym(key)
 
-    def step(self, hint: str, node: Node, lhs: str | None = None) -> tuple[Sym, Step]:
+    def step(self, hint: str, node: Node, name: str | None = None, of=None) -> tuple[Sym, Step]:
+        """A step of the leaf's own page; `name` fixes its notation, {x} standing for the input `of`'s name."""
         key = f"v.{self.path}.{hint}" if self.path else f"v.{hint}"
-        self.prog.add(key, "value", hint=hint)
-        return Sym(key), Step(key, node, lhs=lhs)
+        self.prog.add(key, "value", hint=hint, fixed=name, fixed_input=of.key if isinstance(of, Sym) else None)
+        return Sym(key), Step(key, node)
+
+
+def _role(path: str, attr: str | None) -> str | None:
+    """What names a child's parameters: its attribute, or for a list entry the list and the index (blocks 0)."""
+    if attr is None or not attr.isdigit():
+        return attr
+    parent = path.rsplit(".", 2)
+    return f"{parent[-2]} {attr}" if len(parent) >= 2 else attr
 
 
 def _affine(b: LeafBuilder, core, weight_base="\\gamma", bias_base="\\beta"):
@@ -84,19 +93,14 @@ def linear(b: LeafBuilder, x):
                             inputs=b.module.in_features, outputs=b.module.out_features))
 
 
-def _x(x) -> str:
-    return x.tex(None) if isinstance(x, Sym) else "x"
-
-
 def layer_norm(b: LeafBuilder, x):
     mod = b.module
     if len(mod.normalized_shape) != 1:
         raise Unsupported(msg("LayerNorm over %(n)s axes", n=len(mod.normalized_shape)))
     d = SizeOf(mod.normalized_shape[0])
     eps = b.const("eps", float(mod.eps))
-    mu, s1 = b.step("mu", m.Mean(x, d, dim=-1, keepdim=True), lhs=r"\mu_d(" + _x(x) + ")")
-    var, s2 = b.step("sigma2", m.Mean(m.Pow(m.Sub(x, mu), Num(2)), d, dim=-1, keepdim=True),
-                     lhs=r"\sigma_d^2(" + _x(x) + ")")
+    mu, s1 = b.step("mu", m.Mean(x, d, dim=-1, keepdim=True), r"\mu_d({x})", x)
+    var, s2 = b.step("sigma2", m.Mean(m.Pow(m.Sub(x, mu), Num(2)), d, dim=-1, keepdim=True), r"\sigma_d^2({x})", x)
     core = m.Div(m.Sub(x, mu), m.Sqrt(m.Add(var, eps)))
     summary = msg("Center and scale each position's features, then apply learned gain and bias.") \
         if mod.elementwise_affine and mod.bias is not None else (
@@ -113,7 +117,7 @@ def rms_norm(b: LeafBuilder, x):
         raise Unsupported(msg("RMSNorm with eps=None uses the dtype's machine epsilon"))
     d = SizeOf(mod.normalized_shape[0])
     eps = b.const("eps", float(mod.eps))
-    ms, s1 = b.step("ms", m.Mean(m.Pow(x, Num(2)), d, dim=-1, keepdim=True), lhs=r"\mathrm{ms}_d(" + _x(x) + ")")
+    ms, s1 = b.step("ms", m.Mean(m.Pow(x, Num(2)), d, dim=-1, keepdim=True), r"\mathrm{ms}_d({x})", x)
     core = m.Div(x, m.Sqrt(m.Add(ms, eps)))
     return Leaf(_affine(b, core), [s1], inline=False,
                 summary=msg("Scale each position's features by their root mean square, then apply a learned gain."))

@@ -214,7 +214,8 @@ def _transpose(L: Lowering):
     x = L.node(x_ref)
     nd = L.ndim(x_ref)
     if isinstance(x, t.Reshape) and nd == 4 and {d0 % 4, d1 % 4} == {1, 2} and _splits_last(x, L):
-        return t.Heads(x.args[0], x.args[1])
+        out = L.out_shape()
+        return t.Heads(x.args[0], x.args[1], heads=out[1], features=out[3])
     return t.Transpose(x, d0=d0, d1=d1, ndim=nd)
 
 
@@ -241,6 +242,8 @@ def _reshape(L: Lowering):
     if isinstance(x, t.Transpose) and {x.meta["d0"] % 4, x.meta["d1"] % 4} == {1, 2} and before is not None \
             and len(before) == 4 and shown is not None and len(shown) == 3:
         return t.MergeHeads(x.args[0], sizes)
+    if before is not None and shown is not None and tuple(before) == tuple(shown):
+        return x                                    # a reshape to the shape it already has
     return t.Reshape(x, sizes, shown=shown, in_shape=before)
 
 

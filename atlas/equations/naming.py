@@ -8,6 +8,9 @@ out. Identity comes from the symbol's key, never from its LaTeX.
 
 from __future__ import annotations
 
+import re
+
+from atlas.equations.nodes import Sym
 from atlas.equations.ops_nn import Attention, Loop
 from atlas.equations.program import Program
 from atlas.equations.symbols import HINTS, parts, stream_of, subscripted, tex_name
@@ -82,16 +85,21 @@ def name(prog: Program, draft=None, carried: str | None = None) -> None:
     for key, s in syms.items():
         if s.kind in ("loopvar", "notation"):
             claim(key, s.base)
+    for key, s in syms.items():
+        if s.kind == "value" and s.fixed:
+            claim(key, s.fixed.replace("{x}", syms[s.fixed_input].tex if s.fixed_input in syms else "x"))
     # values, in the order the steps define them
     owner_of = {}
     for step in prog.steps:
         sym = syms[step.key]
+        if sym.fixed or sym.kind != "value":
+            continue
         tex = _value_tex(sym, draft, syms)
         sym.stem = tex.rstrip("'")
         if isinstance(step.node, Loop):
             tex = "{" + sym.stem + "}_{" + str(step.node.meta["count"]) + "}"
         earlier = used.get(tex)
-        if earlier is not None and sym.section and syms[earlier].section != sym.section and syms[earlier].kind == "value":
+        if earlier is not None and sym.section and syms[earlier].section != sym.section:
             tex = subscripted(tex, _role(sym.section, draft))
         owner_of[step.key] = claim(step.key, tex)
         sym.stream = stream_of(sym.base or "") if sym.base else None
@@ -120,7 +128,7 @@ def _value_tex(sym, draft, syms) -> str:
     if draft is not None and sym.section in draft.section_params and stem in draft.section_params[sym.section]:
         vid = draft.section_params[sym.section][stem]
         node = draft.env.get(vid)
-        key = getattr(node, "key", None) if node is not None else None
+        key = node.key if isinstance(node, Sym) else getattr(draft, "key_of", {}).get(id(node))
         if key in syms and syms[key].tex and (accent or primes):
             return tex_name(base, stem_tex=syms[key].tex)
     return tex_name(base)
@@ -145,10 +153,11 @@ def _index_block(prog: Program, carried: str, used: dict) -> None:
     if base is None or "_" in base or "{" in base:
         return
     renames = {carried: base + "_n"}
+    accented = re.compile(r"^\\(bar|hat|tilde)\{" + re.escape(base) + r"'*\}$")
     for step in prog.steps:
         s = syms[step.key]
         tex = s.tex or ""
-        if tex.startswith(base) and set(tex[len(base):]) <= {"'"} and tex != base:
+        if (tex.startswith(base) and set(tex[len(base):]) <= {"'"} and tex != base) or accented.match(tex):
             renames[step.key] = tex + "_n"
     outs = [s for s in prog.steps if syms[s.key].output]
     if len(outs) == 1:

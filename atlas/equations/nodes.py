@@ -169,7 +169,7 @@ class SizeOf(Node):
 
     def tex(self, p):
         e = self.expr
-        return str(int(e)) if isinstance(e, int) else sympy.latex(e)
+        return str(int(e)) if isinstance(e, int) else size_tex(e)
 
     @property
     def prec(self):
@@ -180,6 +180,12 @@ class SizeOf(Node):
 
     def run(self, ev):
         return ev.size(self.expr)
+
+
+def size_tex(e) -> str:
+    """A size expression as the seed pages write it: 2T, B T, \\lfloor (T-400)/320\\rfloor + 1."""
+    import re
+    return re.sub(r"(\d) (?=[A-Za-z\\])", r"\1", sympy.latex(e))
 
 
 def number_tex(x) -> str:

@@ -7,7 +7,7 @@ import math
 import sympy
 import torch
 
-from atlas.equations.nodes import ADD, ATOM, MUL, POW, Node, Num, SizeOf
+from atlas.equations.nodes import ADD, ATOM, MUL, POW, Node, Num, SizeOf, Sym
 
 
 class Add(Node):
@@ -316,6 +316,8 @@ class Softmax(Node):
 
     def tex(self, p):
         x, n = self.args
+        if not isinstance(x, Sym):
+            return r"\operatorname{softmax}\!\big(" + p.print(x) + r"\big)"
         inner = p.base(x)
         return (r"\frac{\exp " + inner + r"_{t,s}}{\sum_{u=1}^{" + p.print(n) + r"}\exp " + inner + r"_{t,u}}")
 

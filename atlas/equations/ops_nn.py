@@ -25,8 +25,9 @@ class Attention(Node):
               r"{\operatorname{repeat}_{" + str(m["groups"]) + r"}\!\left(" + p.print(k) + r"\right)}") + r"^{\mathsf T}"
         vv = p.wrap(v, ATOM) if m.get("groups", 1) == 1 else \
             r"\operatorname{repeat}_{" + str(m["groups"]) + r"}\!\left(" + p.print(v) + r"\right)"
-        if m.get("scale") is None:
-            logits = r"\frac{" + p.print(q) + r"\," + kt + r"}{\sqrt{" + p.print(SizeOf(m["head"])) + "}}"
+        head = m["head"]
+        if m.get("scale") is None or (isinstance(head, int) and head > 0 and abs(m["scale"] - head ** -0.5) < 1e-12):
+            logits = r"\frac{" + p.print(q) + r"\," + kt + r"}{\sqrt{" + p.print(SizeOf(head)) + "}}"
         else:
             logits = p.print(Num(m["scale"])) + r"\," + p.print(q) + r"\," + kt
         if mask is not None and not (isinstance(mask, Num) and mask.value is None):

@@ -194,7 +194,7 @@ def _index_tex(p, index) -> str:
             c = "" if part.step is None else ":" + _plain(p, part.step)
             out.append(f"{a}{{:}}{b}{c}")
         elif part is None:
-            out.append(r"\mathrm{new}")
+            out.append(r"\mathrm{None}")
         elif part is Ellipsis:
             out.append(r"\ldots")
         else:
@@ -300,7 +300,10 @@ class Item(Node):
     """Element i of a tuple a call returns."""
 
     def tex(self, p):
-        return p.base(self.args[0]) + "_{" + str(self.meta["i"] + 1) + "}"
+        x = self.args[0]
+        if hasattr(x, "item_tex"):
+            return x.item_tex(p, self.meta["i"])
+        return p.base(x) + "_{" + str(self.meta["i"] + 1) + "}"
 
     def run(self, ev, x):
         return x[self.meta["i"]]

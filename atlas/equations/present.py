@@ -9,7 +9,7 @@ from __future__ import annotations
 import sympy
 
 from atlas.equations import ops_math as m
-from atlas.equations.nodes import Num, Printer, Sym, number_tex
+from atlas.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
 from atlas.equations.ops_nn import Attention, Call, Loop
 from atlas.equations.ops_tensor import Heads, MergeHeads
 from atlas.equations.program import Program
@@ -28,7 +28,7 @@ def _loop_tex(p: Printer, prog: Program, key: str, node: Loop) -> str:
     stem = prog.symbols[key].stem or prog.symbols[key].tex or "x"
     mods, start, args, kwargs = node.args
     count = node.meta["count"]
-    shown = [p.print(a) for a in args if not isinstance(a, (Num,)) and hasattr(a, "tex")]
+    shown = [p.print(a) for a in kids((args, kwargs)) if not isinstance(a, (Num, SizeOf))]
     inner = ",\\,".join([f"{{{stem}}}_n"] + shown)
     name = p.print(mods)
     return (f"{{{stem}}}_{{n+1}} = {name}_n\\!\\left({inner}\\right),\\quad n=0,\\dots,{count - 1};\\quad "
@@ -47,14 +47,17 @@ def notations(prog: Program) -> tuple:
     for step in prog.steps:
         for node in step.node.walk():
             if isinstance(node, Heads) and "heads" not in seen:
-                sizes = node.args[1]
-                h, d = sizes[-2], sizes[-1]
-                if isinstance(h, int) and h < 0:
-                    h = "h"
                 seen.add("heads")
-                out.append((r"x^{h}", msg("x split into %(heads)s heads of %(features)s features each: a view of "
-                                          "its last axis, then the heads axis moved before the positions",
-                                          heads=str(h), features=str(d))))
+                counts = {n.meta.get("heads") for s in prog.steps for n in s.node.walk() if isinstance(n, Heads)}
+                d = node.meta.get("features")
+                if len(counts) == 1:
+                    out.append((r"x^{h}", msg("x split into %(heads)s heads of %(features)s features each: a view "
+                                              "of its last axis, then the heads axis moved before the positions",
+                                              heads=str(counts.pop()), features=str(d))))
+                else:
+                    out.append((r"x^{h}", msg("x split into heads of %(features)s features each: a view of its "
+                                              "last axis, then the heads axis moved before the positions",
+                                              features=str(d))))
             elif isinstance(node, MergeHeads) and "merge" not in seen:
                 seen.add("merge")
                 out.append((r"\operatorname{concat}_h(O)", msg("the heads of O put back side by side: the positions "
@@ -112,6 +115,8 @@ def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations
     for step in prog.steps:
         if isinstance(step.node, Loop):
             tex = _loop_tex(p, prog, step.key, step.node)
+        elif isinstance(step.node, m.Softmax) and isinstance(step.node.args[0], Sym) and step.lhs is None:
+            tex = f"{{{_ref(step.key)}}}_{{t,s}} = {p.print(step.node)}"       # A_{t,s} = exp F_{t,s} / Σ_u ...
         else:
             tex = f"{step.lhs or _ref(step.key)} = {p.print(step.node)}"
         links = tuple(dict.fromkeys(i for i in (link_ids(rel) for rel in step.links) if i is not None))

@@ -28,6 +28,8 @@ class Symbol:
     shape: tuple | None = None
     output: bool = False            # a value forward() returns
     stream: str | None = None       # "q" | "k" | "v": the attention stream it belongs to
+    fixed: str | None = None        # a name set by notation ("\\mu_d({x})" on a leaf page), {x} its input's name
+    fixed_input: str | None = None
     in_scan: bool = False           # a recurrent cell's line: run inside its scan, not on its own
     stem: str | None = None         # the name before its version mark (u for u'), given by the namer
     tex: str | None = None          # the page's name, given by the namer
@@ -54,6 +56,7 @@ class Program:
     summary: str = ""                                       # a leaf's one-sentence description
     leaf: bool = False                                      # a torch.nn leaf's own lines: one aligned block
     call_args: dict = field(default_factory=dict)           # forward() arguments that are not tensors
+    dtypes: set = field(default_factory=set)                # dtypes the code names in its own calls (casts)
 
     def add(self, key: str, kind: str, binding=None, **kw) -> Symbol:
         sym = self.symbols.get(key)

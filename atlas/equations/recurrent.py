@@ -22,10 +22,18 @@ class Scan(Node):
     """Run the cell over time, layer after layer, in each direction; returns (output, final state)."""
 
     def tex(self, p):
-        raise TypeError("a scan is printed as its cell's steps")
+        return p.print(self.args[2]) + r"\!\left(" + p.print(self.args[0]) + r"\right)"
 
-    def run(self, ev, x, h0):
-        mod, kind, cell = self.meta["module"], self.meta["kind"], self.meta["cell"]
+    def item_tex(self, p, i: int) -> str:
+        """The outputs in the cell's terms: every h_t of the last layer, then the final state."""
+        if i == 0:
+            return r"\big(\atlasref{h_t}\big)_{t=1}^{T}"
+        if self.meta["kind"] == "LSTM":
+            return r"\big(\atlasref{h_t}\big|_{t=T},\,\atlasref{c_t}\big|_{t=T}\big)"
+        return r"\atlasref{h_t}\big|_{t=T}"
+
+    def run(self, ev, x, h0, mod):
+        kind, cell = self.meta["kind"], self.meta["cell"]
         if mod.batch_first:
             x = x.transpose(0, 1)
         T, B = x.shape[0], x.shape[1]
@@ -124,7 +132,9 @@ def recurrent(b: LeafBuilder, x, h0=None, *rest):
     else:
         act = m.Tanh if nonlinearity == "tanh" else (lambda v: m.Max(v, Num(0)))
         step("h_t", "h_t", act(pre(0, "h")))
-    node = Scan(x, h0, module=mod, kind=kind, cell=cell, params=params)
+    key = f"m.{b.path}" if b.path else "m."
+    prog.add(key, "module", ("module", b.path), base=type(mod).__name__)
+    node = Scan(x, h0, Sym(key), kind=kind, cell=cell, params=params)
     summary = msg("A %(kind)s of %(layers)s layers with %(hidden)s hidden features, run over the positions in "
                   "order%(both)s.", kind=kind, layers=mod.num_layers, hidden=mod.hidden_size,
                   both=msg(", in both directions") if mod.bidirectional else "")

@@ -66,8 +66,10 @@ def select(d: Draft) -> None:
             chosen[id(node)] = (name, "loop")
         elif name is not None:
             chosen[id(node)] = (name, "named")
+    passed = {id(a) for n in ordered if isinstance(n, (Loop, Call)) for a in kids(n.args[1:])}
     for node in ordered:
-        if id(node) not in chosen and counts.get(id(node), 0) >= 2 and not _simple(node, chosen):
+        if id(node) not in chosen and (counts.get(id(node), 0) >= 2 or id(node) in passed) \
+                and not _simple(node, chosen):
             value = d.value_of.get(id(node))
             hint = (_helper_name(d, value) if value is not None else None) or node.meta.get("hint")
             chosen[id(node)] = (hint, "shared")
@@ -79,6 +81,7 @@ def select(d: Draft) -> None:
     for n, node in enumerate(order):
         key = f"v{n + 1}"
         table[id(node)] = Sym(key)
+    d.key_of = {i: sym.key for i, sym in table.items()}
     for node in order:
         key = table[id(node)].key
         base, why = chosen[id(node)]

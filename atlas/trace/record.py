@@ -154,6 +154,8 @@ class Recorder(TorchFunctionMode):
             return Ref(self.new_value(out, "op"))
         if isinstance(out, (tuple, list)):
             return tuple(self._outputs(o, args, inplace) for o in out)
+        if isinstance(out, dict):                       # transformers' ModelOutput is a dict of its fields
+            return {k: self._outputs(v, args, inplace) for k, v in out.items()}
         if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             v = Value(len(self.values), "op", None, type(out).__name__.lower().removeprefix("sym"), out)
             self.values.append(v)
