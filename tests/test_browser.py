@@ -69,13 +69,16 @@ def test_every_page_loads_clean(server, browser):
     page = browser.new_page()
     errors, failed = [], []
     page.on("console", lambda m: errors.append((page.url, m.text)) if m.type == "error" else None)
-    page.on("requestfailed", lambda r: failed.append((page.url, r.url)))
+    # a request cut short because the crawl moved on (the search index loading in the background) is not a failure;
+    # a missing file still answers 404, which the response listener catches
+    page.on("requestfailed", lambda r: failed.append((page.url, r.url, r.failure))
+            if "ERR_ABORTED" not in (r.failure or "") else None)
     page.on("response", lambda r: failed.append((page.url, r.url, r.status)) if r.status >= 400 else None)
     links: set[str] = set()
     checked = 0
     for rel in _pages(site):
         url = base + rel.removesuffix("index.html")
-        page.goto(url, wait_until="networkidle")
+        page.goto(url, wait_until="load")
         html = (site / rel).read_text()
         assert page.locator(".katex-error").count() == 0, url
         if 'class="arithmatex"' in html:
@@ -131,17 +134,17 @@ def test_all_steps_expand_and_open_from_a_link(server, browser):
     base, _ = server
     page = browser.new_page()
     page.goto(base + "ldlm/latent_encoder/blocks/")
-    summary = page.locator("details summary", has_text="All 30 steps")
+    summary = page.locator("details summary", has_text="All 26 steps")
     steps = page.locator("details .atlas-step-anchor")
-    assert steps.count() == 30
+    assert steps.count() == 26
     assert not page.locator("details .katex-display").first.is_visible()
     summary.click()
     displays = page.locator("details .katex-display")
-    assert displays.count() == 30 and all(displays.nth(i).is_visible() for i in range(30))
+    assert displays.count() == 26 and all(displays.nth(i).is_visible() for i in range(26))
     _screenshot(page, "encoder-block.png")
-    page.goto(base + "ldlm/latent_encoder/blocks/attn/#step-21")
+    page.goto(base + "ldlm/latent_encoder/blocks/attn/#step-17")
     page.wait_for_function("document.querySelector('details').open === true")
-    assert page.locator("#step-21").is_visible() or page.locator("details").first.get_attribute("open") is not None
+    assert page.locator("#step-17").is_visible() or page.locator("details").first.get_attribute("open") is not None
     page.close()
 
 
@@ -203,8 +206,8 @@ def test_spanish_site_and_language_switch(server, browser):
     assert "× 6 instancias = 49.587.456" in text and "Rutas del módulo" in text
     assert page.locator(".md-search__input").get_attribute("placeholder") == "Búsqueda"
     # the interactive parts work in Spanish too: the steps open, the math is rendered
-    page.locator("details summary", has_text="Los 30 pasos").click()
-    assert page.locator("details .katex-display").nth(29).is_visible()
+    page.locator("details summary", has_text="Los 26 pasos").click()
+    assert page.locator("details .katex-display").nth(25).is_visible()
     _screenshot(page, "encoder-block-es.png")
     page.goto(base + "es/reference/layernorm/")
     assert page.locator("h2").first.inner_text().rstrip("¶") == "Definición"

@@ -60,7 +60,7 @@ def test_spanish_encoder_block_page(ldlm_files):
     page = ldlm_files["ldlm/latent_encoder/blocks/index.es.md"]
     assert "**parámetros:** 8.264.576 · × 6 instancias = 49.587.456" in page
     assert "En las 6 instancias: 8.264.576 × 6 = 49.587.456 parámetros." in page
-    assert "## Rutas del módulo" in page and "Los 30 pasos" in page
+    assert "## Rutas del módulo" in page and "Los 26 pasos" in page and "donde $" in page
     assert "**Verificado:** estas ecuaciones" in page
     # the math is the same in both languages
     english = ldlm_files["ldlm/latent_encoder/blocks/index.md"]

@@ -32,8 +32,8 @@ def test_layernorm_page_has_the_seed_parts(ref_files):
     assert "torch.nn.LayerNorm(normalized_shape, eps=1e-05, elementwise_affine=True, bias=True)" in page
     assert "- **`eps`**" in page and "default `1e-05`" in page
     assert f"As defined in torch {torch.__version__}." in page
-    from atlas.equations.ops import plain_tex
-    assert r"\varepsilon &= 10^{-5}" in plain_tex(page)
+    from conftest import page_math
+    assert r"\varepsilon &= 10^{-5}" in page_math(page)
 
 
 def test_layernorm_examples_print_correct_shapes(refs):

@@ -181,9 +181,10 @@ def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_byt
         worst = max(worst, _error(e, a))
     if worst <= tol:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
         return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname)
+    error, tolerance = f"{worst:.3g}", f"{tol:g}"
     return Verification(False, max_error=worst, tolerance=tol, dtype=dname,
                         reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
-                                   error=f"{worst:.3g}", tolerance=f"{tol:g}"))
+                                   error=error, tolerance=tolerance))
 
 
 def _error(e: torch.Tensor, a: torch.Tensor) -> float:
