@@ -71,30 +71,38 @@ def display_path(path: Path, given: str) -> str:
         return Path(given).name or given
 
 
-def read(given: str, base: str | Path | None = None) -> Listing:
-    """The checkpoint at `given` (relative paths are taken from `base`, else the working folder)."""
+def locate(given: str, base: str | Path | None = None) -> Path:
+    """The file to read first; relative paths are taken from `base`, else the working folder. Cheap: the pipeline
+    calls it before the slow stages, so that a wrong path fails at once."""
     path = Path(given).expanduser()
     if not path.is_absolute() and base is not None:
         path = Path(base) / path
     if not path.exists():
         raise AtlasError(f"checkpoint {given}: no such file or directory")
-    shown = display_path(path, given)
     if path.is_dir():
         found = next((path / name for name in DIRECTORY_FILES if (path / name).is_file()), None)
         if found is None:
             raise AtlasError(f"checkpoint {given}: the directory holds none of {', '.join(DIRECTORY_FILES)}")
         path = found
+    if not path.name.endswith((".index.json", ".safetensors", *TORCH_SUFFIXES)):
+        raise AtlasError(f"checkpoint {given}: not a checkpoint this atlas reads (.safetensors, *.index.json, "
+                         f"{', '.join(TORCH_SUFFIXES)}, or a directory that save_pretrained wrote)")
+    return path
+
+
+def read(given: str, base: str | Path | None = None) -> Listing:
+    """The checkpoint at `given`: its tensors' names, shapes, dtypes and bytes, and the hash pages cite."""
+    path = locate(given, base)
+    full = Path(given).expanduser()
+    shown = display_path(full if full.is_absolute() or base is None else Path(base) / full, given)
     name = path.name
     if name.endswith(".index.json"):
         return _index(path, given, shown)
     if name.endswith(".safetensors"):
         header, tensors = safetensors_header(path, given)
         return Listing(shown, "safetensors", name, 1, hashlib.sha256(header).hexdigest(), "header", tensors)
-    if name.endswith(TORCH_SUFFIXES):
-        tensors = torch_tensors(path, given)
-        return Listing(shown, "torch", name, 1, listing_hash(tensors), "listing", tensors)
-    raise AtlasError(f"checkpoint {given}: not a checkpoint this atlas reads (.safetensors, *.index.json, "
-                     f"{', '.join(TORCH_SUFFIXES)}, or a directory that save_pretrained wrote)")
+    tensors = torch_tensors(path, given)
+    return Listing(shown, "torch", name, 1, listing_hash(tensors), "listing", tensors)
 
 
 def safetensors_header(path: Path, given: str) -> tuple[bytes, tuple[SavedTensor, ...]]:

@@ -70,12 +70,11 @@ class Settings:
 
 
 def document(loaded, settings: Settings = Settings()) -> ModelDoc:
-    """walk -> shapes -> equations -> provenance, for one loaded model."""
+    """walk -> shapes -> equations -> provenance (-> checkpoint, when given), for one loaded model."""
     inputs = list(settings.inputs) if settings.inputs else None
-    listing = None
-    if settings.checkpoint:             # read first: a bad checkpoint fails before the slow stages
+    if settings.checkpoint:             # a wrong path fails before the slow stages; the headers are read after them
         from atlas import checkpoint_files
-        listing = checkpoint_files.read(settings.checkpoint, settings.base_dir)
+        checkpoint_files.locate(settings.checkpoint, settings.base_dir)
     shapes.materialize_lazy(loaded.model, inputs)
     with progress.stage("walk") as bar:
         doc = walk(loaded)
@@ -88,9 +87,10 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
     with progress.stage("provenance") as bar:
         doc = provenance.enrich(loaded.model, doc, settings.repo_url)
         bar.update()
-    if listing is not None:
-        from atlas import checkpoint
+    if settings.checkpoint:
+        from atlas import checkpoint, checkpoint_files
         with progress.stage("checkpoint") as bar:
+            listing = checkpoint_files.read(settings.checkpoint, settings.base_dir)
             doc = replace(doc, checkpoint=checkpoint.reconcile(loaded.model, doc, listing))
             bar.update()
     return doc
