@@ -81,10 +81,10 @@ def checkpoint_rows() -> None:
             runs = [subprocess.run([sys.executable, str(ROOT / "bench" / "checkpoint_timing.py"), spec, str(path)],
                                    cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
                     for _ in range(3)]
-            read, reconcile, grew, tensors, data = min(runs, key=lambda r: float(r[0]) + float(r[1]))
+            read, reconcile, grew, rss, tensors, data = min(runs, key=lambda r: float(r[0]) + float(r[1]))
             print(f"read + reconcile alone, {label} ({int(data) / 1e9:.2f} GB, {tensors} tensors): "
                   f"{float(read) + float(reconcile):.3f} s (read {float(read):.3f}, reconcile {float(reconcile):.3f}); "
-                  f"peak RSS +{float(grew):.0f} MB")
+                  f"RSS {float(rss):+.1f} MB, peak RSS {float(grew):+.1f} MB")
 
 
 def header() -> None:
