@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
+import torch
 from torch import nn
 
 from atlas import accounting
@@ -53,7 +54,7 @@ def code_tensors(model: nn.Module) -> list[CodeTensor]:
     parameters = {id(p) for p in model.parameters()}
     return [CodeTensor(name, accounting.shape_of(t), str(t.dtype).removeprefix("torch."), id(t) in parameters,
                        id(t), accounting.numel(t))
-            for name, t in state.items() if t is not None and hasattr(t, "shape")]
+            for name, t in state.items() if isinstance(t, torch.Tensor)]     # not a module's _extra_state
 
 
 def mappings(saved_names: list[str]) -> list[tuple[tuple[str, ...], str | None]]:

@@ -101,6 +101,17 @@ def test_ddp_and_compile_prefixes_are_stripped(tmp_path):
     r, _ = reconciled(GPT2_SPEC, path)
     assert r.stripped == ("_orig_mod.", "module.") and r.added is None
     assert (r.matched, r.missing, r.unexpected, r.mismatched) == (29, (), (), ())
+    doc = pipeline.document(load(GPT2_SPEC), pipeline.Settings(verify=False, checkpoint=str(path)))
+    assert doc.checkpoint == replace(r, path="trained.pt")          # outside the working folder: its name alone
+    files = render.render(doc)
+    assert ("`trained.pt` (torch state dict), opened with torch.load(mmap=True, weights_only=True): its storages "
+            "were mapped, never read") in files["gpt-2/index.md"]
+    assert ("The prefixes `_orig_mod.`, `module.` were taken off the checkpoint's names, in that order."
+            in files["gpt-2/index.md"])
+    assert ("Se quitaron los prefijos `_orig_mod.`, `module.` de los nombres del checkpoint, en ese orden."
+            in files["gpt-2/index.es.md"])
+    assert ("Every tensor of the code is in the checkpoint with its shape and dtype, and the checkpoint holds "
+            "nothing else.") in files["gpt-2/index.md"]
 
 
 def test_compile_wrapper_inside_the_tree_is_stripped(tmp_path):
