@@ -18,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     input_help = ("an example input of the model's forward(), e.g. 'input_ids:int64[B,T]'; repeat for each; "
                   "overrides the model's atlas_inputs")
     spec_help = "'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module (default: the LDLM)"
-    checkpoint_help = ("a checkpoint to reconcile with the code, read from its headers only: a .safetensors file, "
+    checkpoint_help = ("a checkpoint to reconcile with the code, without loading its weights: a .safetensors file, "
                        "a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained directory")
     b = sub.add_parser("build", help="generate pages into the docs folder, writing only what changed")
     b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)

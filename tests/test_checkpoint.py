@@ -205,6 +205,21 @@ def test_ldlm_pages_show_the_reconciliation(ldlm_checked):
     assert "Checkpoint counted: 1 of 1 tensor matches, 38,597,376 parameters" in head
 
 
+def test_component_pages_list_a_dozen_findings_and_point_to_the_model_page(tmp_path):
+    torch.manual_seed(0)
+    save_file({"transformer.wte.weight": torch.zeros(128, 64)}, str(tmp_path / "one.safetensors"))
+    doc = pipeline.document(load(GPT2_SPEC), pipeline.Settings(verify=False, checkpoint=str(tmp_path / "one.safetensors")))
+    assert (doc.checkpoint.matched, len(doc.checkpoint.missing), len(doc.checkpoint.tied)) == (1, 27, 1)
+    files = render.render(doc)
+    trunk = files["gpt-2/transformer/index.md"]
+    assert "Checkpoint counted: 1 of 28 tensors match, 8,192 parameters, in `one.safetensors`." in trunk
+    assert trunk.count("| missing from the checkpoint |") == 12
+    assert "15 more are listed on [the model's page](../index.md)." in trunk
+    assert "15 más figuran en [la página del modelo](../index.md)." in files["gpt-2/transformer/index.es.md"]
+    model = files["gpt-2/index.md"]
+    assert model.count("| missing from the checkpoint |") == 27 and model.count("| tied copy, saved once |") == 1
+
+
 def test_ldlm_json_validates_and_round_trips(ldlm_checked):
     data = serialize.as_dict(ldlm_checked)
     jsonschema.validate(data, SCHEMA)
