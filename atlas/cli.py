@@ -18,18 +18,22 @@ def _parser() -> argparse.ArgumentParser:
     input_help = ("an example input of the model's forward(), e.g. 'input_ids:int64[B,T]'; repeat for each; "
                   "overrides the model's atlas_inputs")
     spec_help = "'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module (default: the LDLM)"
+    checkpoint_help = ("a checkpoint to reconcile with the code, without loading its weights: a .safetensors file, "
+                       "a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained directory")
     b = sub.add_parser("build", help="generate pages into the docs folder, writing only what changed")
     b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     b.add_argument("--docs", default="docs", help="docs folder (default: docs)")
     b.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
     b.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
                    help="largest instance materialized on the CPU to verify equations (default: 2)")
+    b.add_argument("--checkpoint", metavar="PATH", help=checkpoint_help)
     c = sub.add_parser("check", help="regenerate in memory and compare with the docs folder; exit 1 if stale")
     c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
     c.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
     c.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
                    help="largest instance materialized on the CPU to verify equations (default: 2)")
+    c.add_argument("--checkpoint", metavar="PATH", help=checkpoint_help)
     d = sub.add_parser("describe", help="print the component tree")
     d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
     d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
@@ -38,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
     d.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
                    help="largest instance materialized on the CPU to verify equations (default: 2)")
+    d.add_argument("--checkpoint", metavar="PATH", help=checkpoint_help)
     return p
 
 
@@ -55,10 +60,12 @@ def _gigabytes(text: str) -> float:
 
 def _settings(args):
     from atlas.pipeline import Settings, mkdocs_settings
+    if args.checkpoint and len(getattr(args, "specs", ())) > 1:
+        raise AtlasError(f"--checkpoint belongs to one model: give one SPEC, not {len(args.specs)}")
     site = mkdocs_settings(getattr(args, "mkdocs", "mkdocs.yml"))
     return Settings(tuple(args.input) if args.input else None, int(args.memory_budget * 1024**3),
                     site.get("site_url"), site.get("repo_url"), site.get("site_name", "Model Atlas"),
-                    verify=getattr(args, "verify", True))
+                    verify=getattr(args, "verify", True), checkpoint=args.checkpoint)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,6 +96,29 @@ def _report(generated) -> None:
           f"{g.verification_skipped}; shapes not derived for {g.shapes_not_derived} (their pages say why)")
 
 
+def _checkpoint_summary(doc) -> str:
+    r = doc.checkpoint
+    return (f"atlas: checkpoint {r.path} ({r.tensors} tensors) against {doc.name}: {r.matched} matched, "
+            f"{len(r.tied)} tied (saved once), {len(r.missing)} missing, {len(r.unexpected)} unexpected, "
+            f"{len(r.mismatched)} mismatched")
+
+
+def _checkpoint_problems(docs) -> list[str]:
+    """One line per tensor that is missing, unexpected or mismatched, for stderr."""
+    lines = []
+    for doc in docs:
+        r = doc.checkpoint
+        if r is None or not r.problems:
+            continue
+        lines.append(f"atlas: checkpoint {r.path} does not match {doc.name}: {len(r.missing)} missing, "
+                     f"{len(r.unexpected)} unexpected, {len(r.mismatched)} mismatched:")
+        lines += [f"  missing: {name}" for name in r.missing]
+        lines += [f"  unexpected: {name}" for name in r.unexpected]
+        lines += [f"  mismatched: {m.name}: code {list(m.code_shape)} {m.code_dtype}, checkpoint "
+                  f"{list(m.checkpoint_shape)} {m.checkpoint_dtype}" for m in r.mismatched]
+    return lines
+
+
 def _run(args) -> int:
     from atlas import pipeline as atlas_build
     from atlas import serialize
@@ -104,11 +134,16 @@ def _run(args) -> int:
                 print(f"{'  ' * depth}{comp.name}  ×{comp.instances}  {comp.parameters_per_instance:,}")
             t = doc.totals
             print(f"total {t.parameters:,} (trained {t.trained:,}, frozen {t.frozen:,}); buffers {t.buffers:,}")
+            if doc.checkpoint is not None:
+                print(_checkpoint_summary(doc))
         return EXIT_OK
     if args.command == "build":
         generated, report = atlas_build.build(args.specs, args.docs, _settings(args))
         names = ", ".join(d.name for d in generated.docs)
         _report(generated)
+        for doc in generated.docs:
+            if doc.checkpoint is not None:
+                print(_checkpoint_summary(doc))
         if not report.written and not report.deleted:
             print(f"atlas: {names}: {len(report.unchanged)} files unchanged; nothing written")
         else:
@@ -116,10 +151,17 @@ def _run(args) -> int:
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
     generated, diffs = atlas_build.check(args.specs, args.docs, _settings(args))
+    problems = _checkpoint_problems(generated.docs)
+    for line in problems:
+        print(line, file=sys.stderr)
     if diffs:
         print(f"atlas: {len(diffs)} generated files differ from {args.docs}/; run `atlas build`:", file=sys.stderr)
         for d in diffs:
             print(f"  {d.status}: {d.path}", file=sys.stderr)
+    if diffs or problems:
         return EXIT_STALE
+    for doc in generated.docs:
+        if doc.checkpoint is not None:
+            print(_checkpoint_summary(doc))
     print(f"atlas: {len(generated.files)} generated files match {args.docs}/")
     return EXIT_OK

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from atlas import i18n, names
-from atlas.i18n import msg
+from atlas.i18n import msg, msgn
 
 
 def thousands(n: int) -> str:
@@ -224,7 +224,47 @@ def tag_label(tag: str) -> str:
     return i18n.render(TAGS[tag])
 
 
+FINDINGS = {"missing": msg("missing from the checkpoint"), "unexpected": msg("unexpected: not in the code"),
+            "mismatched": msg("shape or dtype mismatch"), "tied": msg("tied copy, saved once")}
+
+
+
+def tensor_type(shape, dtype: str) -> str:
+    """(768, 3072), "float32" -> "[768, 3072] float32"."""
+    return f"{list(shape)} {dtype}"
+
+
+def finding_kind(kind: str) -> str:
+    return i18n.render(FINDINGS[kind])
+
+
+def finding_detail(f) -> str:
+    """The last cell of a finding's row: both sides of a mismatch, or where a tied copy is saved."""
+    if f.kind == "mismatched":
+        m = f.mismatch
+        return i18n.render(msg("code %(code)s; checkpoint %(checkpoint)s",
+                               code=md_code(tensor_type(m.code_shape, m.code_dtype)),
+                               checkpoint=md_code(tensor_type(m.checkpoint_shape, m.checkpoint_dtype))))
+    if f.kind == "tied":
+        return i18n.render(msg("the same tensor as %(name)s, which the checkpoint holds", name=md_code(f.saved_as)))
+    return ""
+
+
+def checkpoint_format(r) -> str:
+    """ "safetensors", or "safetensors, sharded in 9 files"."""
+    if r.format == "safetensors-sharded":
+        return i18n.render(msgn("safetensors, sharded in %(n)s file", "safetensors, sharded in %(n)s files", r.shards))
+    if r.format == "torch-sharded":
+        return i18n.render(msgn("torch state dicts, sharded in %(n)s file", "torch state dicts, sharded in %(n)s files",
+                                r.shards))
+    return i18n.render(msg("safetensors") if r.format == "safetensors" else msg("torch state dict"))
+
+
 FILTERS = {
+    "tensor_type": tensor_type,
+    "finding_kind": finding_kind,
+    "finding_detail": finding_detail,
+    "checkpoint_format": checkpoint_format,
     "tr": i18n.render,
     "tag_label": tag_label,
     "doc_text": doc_text,

@@ -5,6 +5,7 @@
       - atlas:
           models:
             - spec: atlas.zoo.ldlm:ldlm
+              checkpoint: checkpoints/ldlm.safetensors    # optional: reconciled with the code
       - i18n:               # mkdocs-static-i18n: one build per language, pages as <page>.<lang>.md
           docs_structure: suffix
           languages: [...]
@@ -32,6 +33,7 @@ log = logging.getLogger("mkdocs.plugins.atlas")
 class _Model(Config):
     spec = c.Type(str)
     inputs = c.ListOfItems(c.Type(str), default=[])     # as --input: "input_ids:int64[B,T]"
+    checkpoint = c.Optional(c.Type(str))                # as --checkpoint; a relative path starts at mkdocs.yml
 
 
 class AtlasConfig(Config):
@@ -74,13 +76,13 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         return config
 
     def _generate(self, config) -> None:
-        specs = [(m.spec, tuple(m.inputs)) for m in self.config.models] or None
+        specs = [(m.spec, tuple(m.inputs), m.checkpoint) for m in self.config.models] or None
         site_url = config.site_url or None
         if self.serving:    # serve puts its own address in site_url; permalinks keep the configured one
             site_url = pipeline.mkdocs_settings(config.config_file_path).get("site_url")
         settings = pipeline.Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
                                      site_url=site_url, repo_url=config.repo_url or None,
-                                     site_name=config.site_name)
+                                     site_name=config.site_name, base_dir=str(self._root(config)))
         try:
             generated, report = pipeline.build(specs, config.docs_dir, settings)
             self.katex = self.katex or katex.Renderer(self._root(config))

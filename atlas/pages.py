@@ -157,3 +157,29 @@ def tree(doc: ModelDoc, href) -> TreeNode:
         return TreeNode(comp, href(comp), trained, trained / total, tuple(node(doc.component(c)) for c in comp.children))
 
     return node(doc.root)
+
+
+@dataclass(frozen=True)
+class CheckpointFinding:
+    """A tensor that is not a plain match: missing, unexpected, mismatched, or a tied copy saved once."""
+
+    name: str                   # the code's name; for an unexpected tensor, the checkpoint's
+    kind: str                   # "missing", "unexpected", "mismatched" or "tied"
+    mismatch: object = None     # model.Mismatch, for "mismatched"
+    saved_as: str | None = None     # for "tied": the name the checkpoint holds the tensor under
+
+
+def checkpoint_findings(doc: ModelDoc, comp: Component) -> list[CheckpointFinding]:
+    """The findings at a component (all instances, children included): problems first, then tied copies."""
+    r = doc.checkpoint
+    if r is None:
+        return []
+    prefixes = tuple(p + "." for p in comp.module_paths if p)
+
+    def here(name: str) -> bool:
+        return not comp.id or name.startswith(prefixes)
+
+    return ([CheckpointFinding(n, "missing") for n in r.missing if here(n)]
+            + [CheckpointFinding(n, "unexpected") for n in r.unexpected if here(r.code_name(n))]
+            + [CheckpointFinding(m.name, "mismatched", mismatch=m) for m in r.mismatched if here(m.name)]
+            + [CheckpointFinding(t.name, "tied", saved_as=t.saved_as) for t in r.tied if here(t.name)])

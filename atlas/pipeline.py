@@ -65,11 +65,16 @@ class Settings:
     repo_url: str | None = None         # links to model code at its commit
     site_name: str = "Model Atlas"
     verify: bool = True                 # run every component's equations against forward()
+    checkpoint: str | None = None       # a checkpoint to reconcile with the code, read from its headers only
+    base_dir: str | None = None         # where a relative checkpoint path starts (default: the working folder)
 
 
 def document(loaded, settings: Settings = Settings()) -> ModelDoc:
-    """walk -> shapes -> equations -> provenance, for one loaded model."""
+    """walk -> shapes -> equations -> provenance (-> checkpoint, when given), for one loaded model."""
     inputs = list(settings.inputs) if settings.inputs else None
+    if settings.checkpoint:             # a wrong path fails before the slow stages; the headers are read after them
+        from atlas import checkpoint_files
+        checkpoint_files.locate(settings.checkpoint, settings.base_dir)
     shapes.materialize_lazy(loaded.model, inputs)
     with progress.stage("walk") as bar:
         doc = walk(loaded)
@@ -84,6 +89,12 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
     with progress.stage("provenance") as bar:
         doc = provenance.enrich(loaded.model, doc, settings.repo_url)
         bar.update()
+    if settings.checkpoint:
+        from atlas import checkpoint, checkpoint_files
+        with progress.stage("checkpoint") as bar:
+            listing = checkpoint_files.read(settings.checkpoint, settings.base_dir)
+            doc = replace(doc, checkpoint=checkpoint.reconcile(loaded.model, doc, listing))
+            bar.update()
     return doc
 
 
@@ -112,9 +123,10 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings()) ->
     env = render.environment()
     for spec in specs:
         model_settings = settings
-        if isinstance(spec, tuple):         # (spec, inputs): the mkdocs plugin's per-model inputs
-            spec, inputs = spec
-            model_settings = replace(settings, inputs=tuple(inputs) if inputs else settings.inputs)
+        if isinstance(spec, tuple):         # (spec, inputs[, checkpoint]): the mkdocs plugin's per-model config
+            spec, inputs, *rest = spec
+            model_settings = replace(settings, inputs=tuple(inputs) if inputs else settings.inputs,
+                                     checkpoint=(rest[0] if rest and rest[0] else settings.checkpoint))
         loaded = load(spec)
         sources |= _sources(loaded.model)
         doc = document(loaded, model_settings)

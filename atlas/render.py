@@ -14,6 +14,7 @@ from atlas.i18n import msg
 from atlas.model import ModelDoc
 
 REPO_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+FINDINGS_SHOWN = 12         # a component page lists this many checkpoint findings; the model page lists them all
 
 
 def templates_dir() -> Path:
@@ -46,6 +47,9 @@ def citation(doc: ModelDoc, comp, permalink: str, site_name: str) -> tuple[str, 
     component = comp.id or i18n.render(msg("(model)"))
     note = msg("Component %(component)s of %(model)s, %(class_name)s; generated from %(revision)s",
                component=component, model=doc.name, class_name=comp.cls, revision=revision)
+    ck = doc.checkpoint
+    if ck is not None:
+        note = msg("%(note)s; checkpoint %(file)s, sha256 %(hash)s", note=note, file=ck.file, hash=ck.sha256)
     bib = "\n".join([
         f"@misc{{{key},",
         f"  title        = {{{{{title}}}}},",
@@ -54,9 +58,16 @@ def citation(doc: ModelDoc, comp, permalink: str, site_name: str) -> tuple[str, 
         f"  note         = {{{i18n.render(note)}}}",
         "}",
     ])
-    text = i18n.render(msg("%(site)s. “%(title)s”. Component %(component)s of %(model)s. Generated from %(revision)s. "
-                           "%(permalink)s", site=site_name, title=title, component=component, model=doc.name,
-                           revision=revision, permalink=permalink))
+    if ck is None:
+        text = msg("%(site)s. “%(title)s”. Component %(component)s of %(model)s. Generated from %(revision)s. "
+                   "%(permalink)s", site=site_name, title=title, component=component, model=doc.name,
+                   revision=revision, permalink=permalink)
+    else:
+        text = msg("%(site)s. “%(title)s”. Component %(component)s of %(model)s. Generated from %(revision)s. "
+                   "Checkpoint %(file)s, sha256 %(hash)s. %(permalink)s", site=site_name, title=title,
+                   component=component, model=doc.name, revision=revision, file=ck.file, hash=ck.sha256,
+                   permalink=permalink)
+    text = i18n.render(text)
     return key, bib, text
 
 
@@ -69,7 +80,11 @@ def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_nam
     permalink = paths.permalink(doc, comp, site_url, language)
     key, bib, text = citation(doc, comp, permalink, site_name)
     ref_slug = (references or {}).get(comp.cls)
+    findings = pages.checkpoint_findings(doc, comp)
     return {
+        "checkpoint_check": None if doc.checkpoint is None else doc.checkpoint.component(comp.id),
+        "checkpoint_findings": findings[:FINDINGS_SHOWN] if comp.id else findings,
+        "checkpoint_more": len(findings) - FINDINGS_SHOWN if comp.id and len(findings) > FINDINGS_SHOWN else 0,
         "reference": None if ref_slug is None else (
             comp.cls.rsplit(".", 1)[-1], paths.link(here, f"reference/{ref_slug}.md")),
         "permalink": permalink,

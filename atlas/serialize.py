@@ -11,8 +11,9 @@ from dataclasses import fields
 
 from atlas.equations.markup import plain
 from atlas.filters import calculation
-from atlas.model import (BufferRow, Claim, Component, Dim, DimNames, EquationStatus, Equations, Excerpt, MathSymbol, ModelDoc,
-                         ParamRow, Published, Shapes, ShapeStatus, Source, Step, TensorShape, Totals, Verification)
+from atlas.model import (BufferRow, CheckpointReport, Claim, Component, ComponentCheck, Dim, DimNames, DtypeCount,
+                         EquationStatus, Equations, Excerpt, MathSymbol, Mismatch, ModelDoc, ParamRow, Published, Shapes,
+                         ShapeStatus, Source, Step, TensorShape, TiedCopy, Totals, Verification)
 
 SCHEMA_VERSION = 1
 
@@ -139,6 +140,44 @@ def equations_from(c: dict) -> Equations | None:
     )
 
 
+def checkpoint_dict(r: CheckpointReport | None):
+    """The issue's contract first (path ... mismatched), then what the pages also show."""
+    if r is None:
+        return None
+    return {
+        "path": r.path, "format": r.format,
+        "tensors": r.tensors, "parameters": r.parameters, "bytes": r.bytes,
+        "matched": r.matched,
+        "missing": list(r.missing), "unexpected": list(r.unexpected),
+        "mismatched": [{"name": m.name, "code_shape": list(m.code_shape), "checkpoint_shape": list(m.checkpoint_shape),
+                        "code_dtype": m.code_dtype, "checkpoint_dtype": m.checkpoint_dtype} for m in r.mismatched],
+        "tied": [{"name": t.name, "saved_as": t.saved_as} for t in r.tied],
+        "file": r.file, "shards": r.shards, "sha256": r.sha256, "hashed": r.hashed,
+        "stripped": list(r.stripped), "added": r.added,
+        "dtypes": [{"dtype": d.dtype, "tensors": d.tensors, "parameters": d.parameters, "bytes": d.bytes}
+                   for d in r.dtypes],
+        "components": [{"id": c.id, "tensors": c.tensors, "matched": c.matched, "tied": c.tied,
+                        "unexpected": c.unexpected, "parameters": c.parameters} for c in r.components],
+    }
+
+
+def checkpoint_from(d: dict | None) -> CheckpointReport | None:
+    if d is None:
+        return None
+    return CheckpointReport(
+        path=d["path"], format=d["format"], file=d["file"], shards=d["shards"], sha256=d["sha256"],
+        hashed=d["hashed"], tensors=d["tensors"], parameters=d["parameters"], bytes=d["bytes"], matched=d["matched"],
+        missing=tuple(d["missing"]), unexpected=tuple(d["unexpected"]),
+        mismatched=tuple(Mismatch(m["name"], tuple(m["code_shape"]), tuple(m["checkpoint_shape"]), m["code_dtype"],
+                                  m["checkpoint_dtype"]) for m in d["mismatched"]),
+        tied=tuple(TiedCopy(t["name"], t["saved_as"]) for t in d["tied"]),
+        stripped=tuple(d["stripped"]), added=d["added"],
+        dtypes=tuple(DtypeCount(x["dtype"], x["tensors"], x["parameters"], x["bytes"]) for x in d["dtypes"]),
+        components=tuple(ComponentCheck(c["id"], c["tensors"], c["matched"], c["tied"], c["unexpected"],
+                                        c["parameters"]) for c in d["components"]),
+    )
+
+
 def as_dict(doc: ModelDoc) -> dict:
     t = doc.totals
     return {
@@ -159,6 +198,7 @@ def as_dict(doc: ModelDoc) -> dict:
             "fixed": [{"value": value, "label": label} for value, label in doc.dims.fixed],
         },
         "example_inputs": list(doc.inputs),
+        "checkpoint": checkpoint_dict(doc.checkpoint),
         "components": [component_dict(c) for c in doc.components],
     }
 
@@ -200,6 +240,7 @@ def from_dict(data: dict) -> ModelDoc:
         dims=DimNames(tuple((d["symbol"], d["name"]) for d in data["dims"]["symbols"]),
                       tuple((d["value"], d["label"]) for d in data["dims"]["fixed"])),
         inputs=tuple(data["example_inputs"]),
+        checkpoint=checkpoint_from(data.get("checkpoint")),
     )
 
 
