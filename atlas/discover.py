@@ -67,6 +67,7 @@ class Discovery:
     retry_dtypes: tuple[str, ...] = ()     # to retry in when a forward fails for a dtype reason
     dtype_because: str = ""
     unresolved: tuple[tuple[str, str], ...] = field(default_factory=tuple)   # (parameter, why not)
+    also: tuple[str, ...] = ()             # optional parameters included on request (see discover)
 
     def texts(self) -> tuple[str, ...]:
         return tuple(f.text for f in self.inputs)
@@ -117,7 +118,9 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
         cands, because, low, high, bs = result
         found.append(Found(name, tuple(cands), f"{why}; {because}", low, high))
         bounds += bs
-    return Discovery(tuple(found), _merge(bounds), dtype, retry, dtype_because, tuple(unresolved))
+    if any("T" in f.text for f in found):
+        bounds += _window_bounds(config)
+    return Discovery(tuple(found), _merge(bounds), dtype, retry, dtype_because, tuple(unresolved), tuple(also))
 
 
 # -- which parameters ---------------------------------------------------------------------------------------
@@ -147,7 +150,7 @@ def _needed(model, params, config, also) -> list[tuple[str, str]]:
     if config is not None and getattr(config, "is_encoder_decoder", False):
         add("decoder_input_ids", "an encoder-decoder (config.is_encoder_decoder) needs `decoder_input_ids`")
     for name in also:
-        add(name, f"`{name}` is needed by forward(), as a first run showed")
+        add(name, f"`{name}` was added after a forward without it failed")
     if not out and params:
         first = next((p for p in params if "Tensor" in str(p.annotation)), params[0])
         add(first.name, f"`{first.name}` is forward()'s first {'tensor ' if 'Tensor' in str(first.annotation) else ''}"
@@ -183,13 +186,15 @@ def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], str]:
 # -- the usual names ----------------------------------------------------------------------------------------
 
 def _cfg(config, *names):
-    """The first integer (or int pair) among config fields, with its field name; text sub-configs too."""
+    """The first integer (or int pair) among config fields, with its field name; the text, vision and audio
+    sub-configs of a multimodal config too."""
     sources = [config]
     if config is not None and hasattr(config, "get_text_config"):
         try:
             sources.append(config.get_text_config())
         except Exception:              # configs without a text part
             pass
+    sources += [getattr(config, f"{part}_config", None) for part in ("vision", "audio")]
     for source in sources:
         for n in names:
             value = getattr(source, n, None) if source is not None else None
@@ -227,11 +232,47 @@ def _by_convention(name, model, config, dtype):
     if name == "input_features":
         return _features(name, model, config, dtype)
     if name == "input_values":
-        stack = conv_limits.stack(model, 1, in_channels=1)
-        bounds = [_stack_bound("T", stack)] if stack else []
-        why = f"a raw waveform; {stack.describe()} set T >= {stack.minimum()}" if stack else "a raw waveform"
-        return [_text(name, dtype, ("B", "T"))], why, None, None, bounds
+        return _waveform(name, model, config, dtype)
+    if name == "past_values":                         # time series: context_length steps of the input channels
+        steps, s_field = _cfg(config, "context_length")
+        channels, c_field = _cfg(config, "num_input_channels", "input_size")
+        if isinstance(steps, int) and isinstance(channels, int):
+            return ([_text(name, dtype, ("B", steps, channels))],
+                    f"config.{s_field} = {steps} steps of config.{c_field} = {channels} values", None, None, [])
     return None
+
+
+def _waveform(name, model, config, dtype):
+    """[B, T] mono samples; [B, C, T] where the first Conv1d takes C > 1 channels or config.audio_channels says so."""
+    channels, c_field = _cfg(config, "audio_channels")
+    first = conv_limits.stack(model, 1)
+    first_in = model.get_submodule(first.layers[0].path).in_channels if first else None
+    c = channels if isinstance(channels, int) else first_in
+    stack = conv_limits.stack(model, 1, in_channels=c if c else 1) or first
+    bounds = [_stack_bound("T", stack)] if stack else []
+    why = f"a raw waveform; {stack.describe()} set T >= {stack.minimum()}" if stack else "a raw waveform"
+    cands = [_text(name, dtype, ("B", "T")), _text(name, dtype, ("B", c or 1, "T"))]
+    if channels is not None:                          # the config names the channels: that layout first
+        cands.reverse()
+        why += f"; config.{c_field} = {channels}"
+    return cands, why, None, None, bounds
+
+
+_WINDOWS = ("sliding_window", "attention_window", "chunk_size")
+
+
+def _window_bounds(config) -> list[Bound]:
+    """A T above twice the largest window or chunk, so the recorded code is the general path: Longformer pins
+    T = 512 and fails at T = 17 with its window of 512, and runs with a symbolic T at 1024."""
+    out = []
+    for name in _WINDOWS:
+        value = getattr(config, name, None) if config is not None else None
+        values = [v for v in (value if isinstance(value, (list, tuple)) else [value])
+                  if isinstance(v, int) and not isinstance(v, bool)]
+        if values and max(values) > 1:
+            out.append(Bound("T", hint=2 * max(values),
+                             because=f"a size above twice config.{name} = {max(values)}"))
+    return out
 
 
 def _stack_bound(symbol: str, stack: conv_limits.Stack) -> Bound:
@@ -272,7 +313,7 @@ def _pixels(name, model, config, dtype):
 
 def _position_table(model: nn.Module, patches: int) -> str | None:
     for path, t in itertools.chain(model.named_parameters(), model.named_buffers()):
-        if "pos" in path.lower() and any(d in (patches, patches + 1) for d in t.shape):
+        if "pos" in path.lower() and any(patches <= d <= patches + 4 for d in t.shape):       # + cls, distillation tokens
             return path
     return None
 
@@ -322,5 +363,6 @@ def _merge(bounds: list[Bound]) -> tuple[Bound, ...]:
         lo = max((x for x in (old.minimum, b.minimum) if x is not None), default=None)
         hi = min((x for x in (old.maximum, b.maximum) if x is not None), default=None)
         hint = max((x for x in (old.hint, b.hint) if x is not None), default=None)
-        out[b.symbol] = Bound(b.symbol, lo, hi, hint, "; ".join(x for x in (old.because, b.because) if x))
+        because = old.because if b.because in old.because else "; ".join(x for x in (old.because, b.because) if x)
+        out[b.symbol] = Bound(b.symbol, lo, hi, hint, because)
     return tuple(out.values())

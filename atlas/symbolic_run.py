@@ -18,6 +18,7 @@ import copy
 import itertools
 import logging
 import re
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import torch
 from torch import nn
 from torch._decomp import decomposition_table
 from torch._dynamo.source import ConstantSource
+from torch._guards import SLoc
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -41,6 +43,7 @@ log = logging.getLogger("atlas")
 DECOMPOSE = {torch.ops.aten.constant_pad_nd.default}
 _NOT_SYMBOLIC = "SymIntArrayRef expected to contain only concrete integers"
 _DTYPE_ERROR = re.compile(r"dtype|BF16|bfloat16|Half|float16|expected scalar type|same type", re.IGNORECASE)
+_HERE = Path(__file__).name
 _QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
 
 
@@ -75,12 +78,13 @@ def where(exc: BaseException) -> str:
 
 
 def _site() -> str:
-    """file:line of the innermost frame outside torch and this module."""
-    here = Path(__file__).name
-    for frame in reversed(traceback.extract_stack()):
-        path = frame.filename.replace("\\", "/")
-        if "/torch/" not in path and not path.endswith(here) and "/contextlib" not in path:
-            return f"{Path(path).name}:{frame.lineno}"
+    """file:line of the innermost frame outside torch and this module (a frame walk: cheap enough per guard)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename.replace("\\", "/")
+        if "/torch/" not in path and not path.endswith(_HERE) and "/contextlib" not in path:
+            return f"{Path(path).name}:{frame.f_lineno}"
+        frame = frame.f_back
     return "?"
 
 
@@ -93,6 +97,11 @@ class _ShapeEnv(ShapeEnv):
         super().__init__(**kwargs)
         self.assume = assume
         self.assumed: list[str] = []
+
+    def _get_sloc(self, framework_loc=None) -> SLoc:
+        """Guards name the model's line, not the torch frame that took them."""
+        sloc = super()._get_sloc(framework_loc)
+        return SLoc(sloc.framework_loc, sloc.maybe_user_loc or _site())
 
     def _assume(self, value, kind: str):
         if self.assume:
@@ -271,9 +280,9 @@ def _specialized(env: ShapeEnv, names: dict) -> tuple[str, ...]:
         value = env.replacements.get(sym)
         if value is None or not value.is_number:
             continue
-        site = next((str(g.sloc) for g in env.guards
+        site = next((g.sloc.maybe_user_loc or str(g.sloc) for g in env.guards
                      if sym in g.expr.free_symbols and isinstance(g.expr, sympy.Eq)), "")
-        out.append(f"{name} = {value}" + (f" {site.strip()}" if site else ""))
+        out.append(f"{name} = {value}" + (f" ({site.strip('()')})" if site else ""))
     return tuple(out)
 
 
@@ -281,9 +290,12 @@ def dtype_error(error: str | None) -> bool:
     return bool(error) and bool(_DTYPE_ERROR.search(error))
 
 
-def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "meta", **options) -> list[Outcome]:
+def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "meta", _escalate: bool = True,
+             **options) -> list[Outcome]:
     """Try the discovered inputs in order, and the retry dtypes after a dtype failure; stop at the first run
-    that works. A failure that names an optional forward() parameter adds that parameter once."""
+    that works. When all fail, add one optional forward() parameter at a time (those the error names first,
+    then the usual names: a CLIP model needs `pixel_values` beside `input_ids`; DeBERTa on meta runs once
+    `attention_mask` is given) and try again."""
     discovery = discovery or discover(model)
     if discovery.unresolved:
         name, why = discovery.unresolved[0]
@@ -301,21 +313,29 @@ def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "
                 tried.append(run(model, texts, sizes, mode, dtype=dt, **options))
                 if tried[-1].ok:
                     return tried
-    missing = _named_parameters(model, tried[-1].error if tried else None, discovery)
-    if missing:
-        again = discover(model, also=missing)
-        if any(f.name in missing for f in again.inputs):
-            tried += attempts(model, again, mode, **options)
+    if _escalate:
+        for extra in _extras(model, tried[-1].error if tried else None, discovery):
+            again = discover(model, also=discovery.also + (extra,))
+            if extra not in {f.name for f in again.inputs}:
+                continue
+            more = attempts(model, again, mode, _escalate=False, **options)
+            tried += more
+            if more[-1].ok:
+                break
     return tried
 
 
-def _named_parameters(model: nn.Module, error: str | None, discovery: Discovery) -> tuple[str, ...]:
+USUAL_OPTIONAL = ("pixel_values", "input_features", "input_values", "decoder_input_ids", "attention_mask")
+
+
+def _extras(model: nn.Module, error: str | None, discovery: Discovery) -> list[str]:
+    """Optional forward() parameters to add: those the error names, then the usual names."""
     import inspect
-    if not error:
-        return ()
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
-        return ()
+        return []
     have = {f.name for f in discovery.inputs}
-    return tuple(p for p in params if p not in have and re.search(rf"\b{re.escape(p)}\b", error))
+    named = [p for p in params if error and re.search(rf"\b{re.escape(p)}\b", error)]
+    usual = [p for p in USUAL_OPTIONAL if p in params]
+    return [p for p in dict.fromkeys(named + usual) if p not in have]

@@ -288,3 +288,45 @@ def test_bart_needs_fake_tensors_not_the_cpu(build):
     assert not meta.ok and meta.error.endswith("(masking_utils.py:292)")
     fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs[0] == ("logits", ("B", "T", "128"))
+
+
+class Stereo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(2, 4, kernel_size=5, stride=2)
+
+    def forward(self, input_values):
+        return self.conv(input_values)
+
+
+def test_usual_name_with_the_layout_the_first_conv_takes():
+    d = _found(Stereo())
+    assert d.inputs[0].candidates == ("input_values:float32[B,T]", "input_values:float32[B,2,T]")
+    first, second = _meta(Stereo(), d)
+    assert not first.ok and second.texts == ("input_values:float32[B,2,T]",)
+    assert second.outputs == (("output", ("3", "4", "7")),)          # (17 - 5) // 2 + 1
+
+
+def test_multimodal_model_gets_the_second_input_after_a_failed_run(hf_suite):
+    from transformers import CLIPConfig, CLIPModel
+    small = dict(hidden_size=32, intermediate_size=64, num_attention_heads=2, num_hidden_layers=1)
+    cfg = CLIPConfig(text_config=dict(small, vocab_size=99, max_position_embeddings=32),
+                     vision_config=dict(small, image_size=16, patch_size=8), projection_dim=16)
+    with torch.device("meta"):
+        model = CLIPModel(cfg)
+    d = _found(model)
+    assert d.texts() == ("input_ids:int64[B,T]",)
+    tried = _meta(model, d)
+    assert "NoneType" in tried[0].error                                  # no pixel_values
+    assert tried[-1].texts == ("input_ids:int64[B,T]", "pixel_values:float32[B,3,16,16]")
+    assert ("logits_per_image", ("3", "3")) in tried[-1].outputs
+
+
+def test_windows_raise_the_positions_hint(hf_suite):
+    from transformers import MistralConfig, MistralForCausalLM
+    with torch.device("meta"):
+        model = MistralForCausalLM(MistralConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64,
+                                                 num_attention_heads=2, num_key_value_heads=1, vocab_size=50,
+                                                 sliding_window=40, max_position_embeddings=64))
+    d = _found(model)
+    assert (d.bound("T").hint, d.bound("T").maximum, d.hints()["T"]) == (80, 64, 64)   # capped by the positions
