@@ -157,8 +157,11 @@ class _Reader:
             if expr.func.attr in _KEEPS:
                 return self._is_alias(expr.func.value)
             target = self._callee(expr)
-            if isinstance(target, nn.Module) and isinstance(target, PASS_THROUGH):
+            if isinstance(target, tuple) and isinstance(target[0], PASS_THROUGH):
                 return any(self._is_alias(a) for a in expr.args[:1])
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.loop_vars:
+            return isinstance(self.loop_vars[expr.func.id][0], PASS_THROUGH) and \
+                any(self._is_alias(a) for a in expr.args[:1])
         return False
 
     def _shape_unpack(self, stmt: ast.Assign) -> None:

@@ -144,7 +144,19 @@ class Attention(nn.Module):
         return self.qkv(x).view(B, T, 3, C)
 
 
+class DropFirst(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.unused = nn.Linear(9, 9)             # first in module order: the source must win
+        self.drop, self.act, self.fc = nn.Dropout(0.1), nn.GELU(), nn.Linear(6, 2)
+
+    def forward(self, x):
+        h = self.act(x)                          # layers that keep any shape pass the input on
+        return self.fc(self.drop(h))
+
+
 @pytest.mark.parametrize("model, first", [
+    (DropFirst(), "x:float32[B,6]"),
     (Blocks(), "x:float32[B,T,8]"),                                      # a loop over a ModuleList
     (Helper(), "x:float32[B,7]"),                                         # a helper method
     (Functional(), "x:float32[B,9]"),                                     # F.linear on a weight
