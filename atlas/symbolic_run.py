@@ -209,7 +209,8 @@ def run(model: nn.Module, texts: tuple[str, ...], sizes: dict[str, int], mode: s
     """One forward of `model` on inputs `texts` (symbols at `sizes`), on meta or fake tensors."""
     target = _prepared(model, dtype, mode)
     specs = _specs(texts, dtype)
-    used = dtype or next((s.dtype for s in specs if getattr(torch, s.dtype).is_floating_point), "float32")
+    floats = [str(t.dtype).removeprefix("torch.") for t in target.parameters() if t.is_floating_point()]
+    used = dtype or (max(set(floats), key=floats.count) if floats else "float32")
     base = dict(mode=mode, texts=tuple(texts), dtype=used, sizes=tuple(sizes.items()))
     start = time.perf_counter()
     if mode == "meta":

@@ -55,22 +55,27 @@ def report(entry) -> tuple[str, list[str], bool, bool]:
     line = (f"{entry.name:22s} {entry.kind:15s} {inputs:58s} {_status(last_meta, d.dtype):16s} "
             f"{_status(last_fake, d.dtype):22s} {seconds:6.1f}  {first_error}")
     details = ["  inputs: " + "; ".join(f"{f.text} <- {f.because}" for f in d.inputs)]
-    if d.bounds:
-        details.append("  bounds: " + "; ".join(
-            f"{b.symbol} >= {b.minimum}" * (b.minimum is not None) + f"{b.symbol} <= {b.maximum}" * (b.maximum is not None)
-            + f" ({b.because})" for b in d.bounds))
+    for b in d.bounds:
+        limits = [f"{b.symbol} >= {b.minimum}"] * (b.minimum is not None) + \
+                 [f"{b.symbol} <= {b.maximum}"] * (b.maximum is not None) + [f"hint {b.hint}"] * (b.hint is not None)
+        details.append(f"  bound: {', '.join(limits)} ({b.because})")
+    if len(meta) > 1 or not last_meta.ok:
+        details += [f"  meta try: {' '.join(o.texts)} in {o.dtype}: {'ok' if o.ok else o.error}" for o in meta]
+    if fake is not bare:
+        details += [f"  bare fake try: {' '.join(o.texts)} in {o.dtype}: "
+                    + ("ok, pinned " + "; ".join(o.specialized) if o.ok else o.error) for o in bare]
+    if len(fake) > 1:
+        details += [f"  fake try: {' '.join(o.texts)} in {o.dtype}: {'ok' if o.ok else o.error}" for o in fake[:-1]]
     if last_fake.ok:
-        details.append("  fake outputs: " + ", ".join(f"{n} [{', '.join(dims)}]" for n, dims in last_fake.outputs[:3])
+        details.append(f"  fake outputs ({' '.join(last_fake.texts)}, {last_fake.dtype}): "
+                       + ", ".join(f"{n} [{', '.join(dims)}]" for n, dims in last_fake.outputs[:3])
                        + f"; {last_fake.guards} guards; fake forward {last_fake.seconds:.2f} s, meta {last_meta.seconds:.2f} s")
+    else:
+        details.append(f"  fake: {last_fake.error}")
     for label, values in (("symbol ranges after guards", last_fake.ranges), ("pinned", last_fake.specialized),
                           ("assumed", last_fake.assumed), ("decomposed", last_fake.decomposed)):
         if values:
             details.append(f"  {label}: " + "; ".join(values))
-    for o in (*meta[:-1], *bare):
-        if o.error and o.error != first_error:
-            details.append(f"  {o.mode} {o.dtype}{' bare' if o in bare else ''}: {o.error}")
-    if bare[-1].ok and bare[-1].specialized and fake is not bare and not last_fake.specialized:
-        details.append("  bare fake run pinned: " + "; ".join(bare[-1].specialized))
     return line, details, last_meta.ok, last_fake.ok
 
 
