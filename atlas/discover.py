@@ -11,8 +11,9 @@ Sources, in order:
 
 Each input is the text form `name:dtype[dims]` of atlas/inputs.py, with candidates in the order to try
 them, and the sentence that says where it came from. Symbols: B batch, T positions, and H, W only where
-an image may have any size. Conv front-ends bound their symbol from below (wav2vec2: T >= 400), learned
-position tables from above. Nothing here runs the model.
+an image may have any size. Conv front-ends bound their symbol from below (wav2vec2: T >= 400), the
+config's position limits from above; windows and chunks in the config raise the size hint of T.
+Nothing here runs the model: atlas/symbolic_run.py tries the candidates.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from torch.nn.parameter import is_lazy
 
 from atlas import conv_limits
 from atlas.first_consumer import first_consumer
+from atlas.inputs import parse_input
 from atlas.layer_inputs import Candidate, candidates
 
 SYMBOL_NAMES = {"B": "batch", "T": "positions", "H": "height", "W": "width", "D": "depth"}
 HINTS = {"B": 3, "T": 17, "H": 40, "W": 56, "D": 12}        # distinct, never 0 or 1, above small windows
 _TOKEN_IDS = ("input_ids", "decoder_input_ids")
-_MASKS = ("attention_mask", "decoder_attention_mask", "token_type_ids")
+_MASKS = ("attention_mask", "decoder_attention_mask")
 _TEXT_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions")
 
 
@@ -81,7 +83,6 @@ class Discovery:
 
     def hints(self, texts: tuple[str, ...] | None = None) -> dict[str, int]:
         """A distinct size per symbol, never 0 or 1, within the bounds."""
-        from atlas.inputs import parse_input
         symbols: list[str] = []
         for text in texts or self.texts():
             symbols += [d for d in parse_input(text).dims if isinstance(d, str) and d not in symbols]
@@ -93,8 +94,9 @@ class Discovery:
                 size = max(size, b.hint or 0, b.minimum or 0)
                 if b.maximum is not None and size > b.maximum:
                     size = max(2, b.maximum)
-            while size in out.values() or size < 2:
-                size += 1
+            step = 1 if b is None or b.maximum is None or size < b.maximum else -1
+            while size in out.values() or size < 2:      # distinct hints keep the symbols apart
+                size += step
             out[sym] = size
         return out
 
@@ -118,7 +120,7 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
         cands, because, low, high, bs = result
         found.append(Found(name, tuple(cands), f"{why}; {because}", low, high))
         bounds += bs
-    if any("T" in f.text for f in found):
+    if any("T" in parse_input(f.text).dims for f in found):
         bounds += _window_bounds(config)
     return Discovery(tuple(found), _merge(bounds), dtype, retry, dtype_because, tuple(unresolved), tuple(also))
 
@@ -220,6 +222,11 @@ def _by_convention(name, model, config, dtype):
         limit, limit_name = _cfg(config, *limit_fields)
         bounds = [Bound("T", maximum=limit, because=f"config.{limit_name} = {limit}")] if isinstance(limit, int) else []
         return ([_text(name, "int64", ("B", "T"))], f"token ids below config.{field_name} = {vocab}", 0, vocab, bounds)
+    if name == "token_type_ids":
+        types, t_field = _cfg(config, "type_vocab_size")
+        types = types if isinstance(types, int) and types > 0 else 2
+        why = f"segment ids below config.{t_field} = {types}" if t_field else "segment ids 0 or 1"
+        return [_text(name, "int64", ("B", "T"))], why, 0, types, []
     if name in _MASKS:
         return [_text(name, "int64", ("B", "T"))], "0/1 per position", 0, 2, []
     if name == "inputs_embeds":
@@ -262,8 +269,8 @@ _WINDOWS = ("sliding_window", "attention_window", "chunk_size")
 
 
 def _window_bounds(config) -> list[Bound]:
-    """A T above twice the largest window or chunk, so the recorded code is the general path: Longformer pins
-    T = 512 and fails at T = 17 with its window of 512, and runs with a symbolic T at 1024."""
+    """A T hint of twice the largest window or chunk, so the recorded code is the general path: Longformer,
+    with its window of 512, fails at T = 17, pins T = 512, and runs with a symbolic T at 1024."""
     out = []
     for name in _WINDOWS:
         value = getattr(config, name, None) if config is not None else None
@@ -271,7 +278,7 @@ def _window_bounds(config) -> list[Bound]:
                   if isinstance(v, int) and not isinstance(v, bool)]
         if values and max(values) > 1:
             out.append(Bound("T", hint=2 * max(values),
-                             because=f"a size above twice config.{name} = {max(values)}"))
+                             because=f"twice config.{name} = {max(values)}"))
     return out
 
 
