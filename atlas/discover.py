@@ -1,0 +1,375 @@
+"""Input discovery: the example inputs a model's forward() needs, found from its code and config.
+
+Sources, in order:
+1. the forward() signature: required parameters are inputs; optional ones only when the model needs them
+   (the model's `main_input_name`; `decoder_input_ids` for an encoder-decoder);
+2. the usual names, sized from config fields: `input_ids` (token ids below `vocab_size`), `pixel_values`
+   (`num_channels`, `image_size`, `patch_size`), `input_features` (`num_mel_bins`, `max_source_positions`),
+   `input_values` (raw audio), `inputs_embeds` (`hidden_size`), `attention_mask`;
+3. for everything else, the first layer that consumes the input (atlas/first_consumer.py): a Linear's
+   in_features, a Conv's channels, an Embedding's indices, a LayerNorm's width, an RNN's input_size.
+
+Each input is the text form `name:dtype[dims]` of atlas/inputs.py, with candidates in the order to try
+them, and the sentence that says where it came from. Symbols: B batch, T positions, and H, W only where
+an image may have any size. Conv front-ends bound their symbol from below (wav2vec2: T >= 400), the
+config's position limits from above; windows and chunks in the config raise the size hint of T.
+Nothing here runs the model: atlas/symbolic_run.py tries the candidates.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.nn.parameter import is_lazy
+
+from atlas import conv_limits
+from atlas.first_consumer import first_consumer
+from atlas.inputs import parse_input
+from atlas.layer_inputs import Candidate, candidates
+
+SYMBOL_NAMES = {"B": "batch", "T": "positions", "H": "height", "W": "width", "D": "depth"}
+HINTS = {"B": 3, "T": 17, "H": 40, "W": 56, "D": 12}        # distinct, never 0 or 1, above small windows
+_TOKEN_IDS = ("input_ids", "decoder_input_ids")
+_MASKS = ("attention_mask", "decoder_attention_mask")
+_TEXT_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A limit on a symbol: size >= minimum, size <= maximum; `hint` is a size that fits comfortably."""
+    symbol: str
+    minimum: int | None = None
+    maximum: int | None = None
+    hint: int | None = None
+    because: str = ""
+
+
+@dataclass(frozen=True)
+class Found:
+    name: str
+    candidates: tuple[str, ...]            # "name:dtype[dims]", the first preferred
+    because: str
+    low: int | None = None                 # integer inputs take values in [low, high)
+    high: int | None = None
+
+    @property
+    def text(self) -> str:
+        return self.candidates[0]
+
+
+@dataclass(frozen=True)
+class Discovery:
+    inputs: tuple[Found, ...]
+    bounds: tuple[Bound, ...] = ()
+    dtype: str = "float32"                 # the floating dtype of the model's parameters
+    retry_dtypes: tuple[str, ...] = ()     # to retry in when a forward fails for a dtype reason
+    dtype_because: str = ""
+    unresolved: tuple[tuple[str, str], ...] = field(default_factory=tuple)   # (parameter, why not)
+    also: tuple[str, ...] = ()             # optional parameters included on request (see discover)
+
+    def texts(self) -> tuple[str, ...]:
+        return tuple(f.text for f in self.inputs)
+
+    def choices(self, limit: int = 8) -> list[tuple[str, ...]]:
+        """Combinations of candidates, in the order to try them."""
+        return list(itertools.islice(itertools.product(*(f.candidates for f in self.inputs)), limit))
+
+    def bound(self, symbol: str) -> Bound | None:
+        return next((b for b in self.bounds if b.symbol == symbol), None)
+
+    def hints(self, texts: tuple[str, ...] | None = None) -> dict[str, int]:
+        """A distinct size per symbol, never 0 or 1, within the bounds."""
+        symbols: list[str] = []
+        for text in texts or self.texts():
+            symbols += [d for d in parse_input(text).dims if isinstance(d, str) and d not in symbols]
+        out: dict[str, int] = {}
+        for sym in symbols:
+            b = self.bound(sym)
+            size = HINTS.get(sym, 7)
+            if b is not None:
+                size = max(size, b.hint or 0, b.minimum or 0)
+                if b.maximum is not None and size > b.maximum:
+                    size = max(2, b.maximum)
+            step = 1 if b is None or b.maximum is None or size < b.maximum else -1
+            while size in out.values() or size < 2:      # distinct hints keep the symbols apart
+                size += step
+            out[sym] = size
+        return out
+
+
+def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
+    """The inputs `model.forward()` needs, and where each was found. `also` names optional parameters
+    to include anyway (a caller that learned from a failed run that the model needs them)."""
+    config = getattr(model, "config", None)
+    dtype, retry, dtype_because = _dtypes(model, config)
+    params = _parameters(model)
+    found: list[Found] = []
+    bounds: list[Bound] = []
+    unresolved: list[tuple[str, str]] = []
+    for i, (name, why) in enumerate(_needed(model, params, config, also)):
+        result = _by_convention(name, model, config, dtype)
+        if result is None:
+            result = _by_layer(name, model, dtype, main=i == 0)
+        if not isinstance(result, tuple):
+            unresolved.append((name, f"{why}, but {result or 'no convention or layer says its shape'}"))
+            continue
+        cands, because, low, high, bs = result
+        found.append(Found(name, tuple(cands), f"{why}; {because}", low, high))
+        bounds += bs
+    if any("T" in parse_input(f.text).dims for f in found):
+        bounds += _window_bounds(config)
+    return Discovery(tuple(found), _merge(bounds), dtype, retry, dtype_because, tuple(unresolved), tuple(also))
+
+
+# -- which parameters ---------------------------------------------------------------------------------------
+
+def _parameters(model: nn.Module) -> list[inspect.Parameter]:
+    try:
+        sig = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return []
+    return [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _needed(model, params, config, also) -> list[tuple[str, str]]:
+    names = [p.name for p in params]
+    out: list[tuple[str, str]] = []
+
+    def add(name: str, why: str) -> None:
+        if name in names and name not in [n for n, _ in out]:
+            out.append((name, why))
+
+    main = getattr(model, "main_input_name", None)
+    if isinstance(main, str):
+        add(main, f"`{main}` is the model's main_input_name")
+    for p in params:
+        if p.default is p.empty:
+            add(p.name, f"`{p.name}` is a required forward() parameter")
+    if config is not None and getattr(config, "is_encoder_decoder", False):
+        add("decoder_input_ids", "an encoder-decoder (config.is_encoder_decoder) needs `decoder_input_ids`")
+    for name in also:
+        add(name, f"`{name}` was added after a forward without it failed")
+    if not out and params:
+        first = next((p for p in params if "Tensor" in str(p.annotation)), params[0])
+        add(first.name, f"`{first.name}` is forward()'s first {'tensor ' if 'Tensor' in str(first.annotation) else ''}"
+                        "parameter (none is required)")
+    return out
+
+
+# -- dtypes -------------------------------------------------------------------------------------------------
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], str]:
+    floats = [t.dtype for t in itertools.chain(model.parameters(), model.buffers()) if t.is_floating_point()]
+    current = _name(max(set(floats), key=floats.count)) if floats else "float32"
+    because = f"the parameters are {current}" if floats else "the model has no floating parameters"
+    declared = None
+    attr = "dtype" if config is not None and "dtype" in dir(config) else "torch_dtype"   # torch_dtype warns
+    value = getattr(config, attr, None) if config is not None else None
+    if isinstance(value, torch.dtype) or (isinstance(value, str) and isinstance(getattr(torch, value, None),
+                                                                                torch.dtype)):
+        declared = _name(value if isinstance(value, torch.dtype) else getattr(torch, value))
+    retry: list[str] = []
+    if declared and declared != current:
+        retry.append(declared)
+        because += f"; config.{attr} declares {declared}"
+    if current != "bfloat16" and "bfloat16" not in retry:
+        retry.append("bfloat16")
+    return current, tuple(retry), because
+
+
+# -- the usual names ----------------------------------------------------------------------------------------
+
+def _cfg(config, *names):
+    """The first integer (or int pair) among config fields, with its field name; the text, vision and audio
+    sub-configs of a multimodal config too."""
+    sources = [config]
+    if config is not None and hasattr(config, "get_text_config"):
+        try:
+            sources.append(config.get_text_config())
+        except Exception:              # configs without a text part
+            pass
+    sources += [getattr(config, f"{part}_config", None) for part in ("vision", "audio")]
+    for source in sources:
+        for n in names:
+            value = getattr(source, n, None) if source is not None else None
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int) or (isinstance(value, (list, tuple)) and len(value) == 2
+                                          and all(isinstance(v, int) for v in value)):
+                return value, n
+    return None, None
+
+
+def _text(name: str, dtype: str, dims) -> str:
+    return f"{name}:{dtype}[{','.join(str(d) for d in dims)}]"
+
+
+def _by_convention(name, model, config, dtype):
+    """(candidates, because, low, high, bounds) from the usual names and config fields, or None."""
+    if name in _TOKEN_IDS:
+        vocab, field_name = _cfg(config, "vocab_size")
+        if not isinstance(vocab, int):
+            return None
+        limit_fields = ("max_target_positions", *_TEXT_LIMITS) if name.startswith("decoder") else _TEXT_LIMITS
+        limit, limit_name = _cfg(config, *limit_fields)
+        bounds = [Bound("T", maximum=limit, because=f"config.{limit_name} = {limit}")] if isinstance(limit, int) else []
+        return ([_text(name, "int64", ("B", "T"))], f"token ids below config.{field_name} = {vocab}", 0, vocab, bounds)
+    if name == "token_type_ids":
+        types, t_field = _cfg(config, "type_vocab_size")
+        types = types if isinstance(types, int) and types > 0 else 2
+        why = f"segment ids below config.{t_field} = {types}" if t_field else "segment ids 0 or 1"
+        return [_text(name, "int64", ("B", "T"))], why, 0, types, []
+    if name in _MASKS:
+        return [_text(name, "int64", ("B", "T"))], "0/1 per position", 0, 2, []
+    if name == "inputs_embeds":
+        width, field_name = _cfg(config, "hidden_size", "d_model", "n_embd")
+        if not isinstance(width, int):
+            return None
+        return [_text(name, dtype, ("B", "T", width))], f"width config.{field_name} = {width}", None, None, []
+    if name == "pixel_values":
+        return _pixels(name, model, config, dtype)
+    if name == "input_features":
+        return _features(name, model, config, dtype)
+    if name == "input_values":
+        return _waveform(name, model, config, dtype)
+    if name == "past_values":                         # time series: context_length steps of the input channels
+        steps, s_field = _cfg(config, "context_length")
+        channels, c_field = _cfg(config, "num_input_channels", "input_size")
+        if isinstance(steps, int) and isinstance(channels, int):
+            return ([_text(name, dtype, ("B", steps, channels))],
+                    f"config.{s_field} = {steps} steps of config.{c_field} = {channels} values", None, None, [])
+    return None
+
+
+def _waveform(name, model, config, dtype):
+    """[B, T] mono samples; [B, C, T] where the first Conv1d takes C > 1 channels or config.audio_channels says so."""
+    channels, c_field = _cfg(config, "audio_channels")
+    first = conv_limits.stack(model, 1)
+    first_in = model.get_submodule(first.layers[0].path).in_channels if first else None
+    c = channels if isinstance(channels, int) else first_in
+    stack = conv_limits.stack(model, 1, in_channels=c if c else 1) or first
+    bounds = [_stack_bound("T", stack)] if stack else []
+    why = f"a raw waveform; {stack.describe()} set T >= {stack.minimum()}" if stack else "a raw waveform"
+    cands = [_text(name, dtype, ("B", "T")), _text(name, dtype, ("B", c or 1, "T"))]
+    if channels is not None:                          # the config names the channels: that layout first
+        cands.reverse()
+        why += f"; config.{c_field} = {channels}"
+    return cands, why, None, None, bounds
+
+
+_WINDOWS = ("sliding_window", "attention_window", "chunk_size")
+
+
+def _window_bounds(config) -> list[Bound]:
+    """A T hint of twice the largest window or chunk, so the recorded code is the general path: Longformer,
+    with its window of 512, fails at T = 17, pins T = 512, and runs with a symbolic T at 1024."""
+    out = []
+    for name in _WINDOWS:
+        value = getattr(config, name, None) if config is not None else None
+        values = [v for v in (value if isinstance(value, (list, tuple)) else [value])
+                  if isinstance(v, int) and not isinstance(v, bool)]
+        if values and max(values) > 1:
+            out.append(Bound("T", hint=2 * max(values),
+                             because=f"twice config.{name} = {max(values)}"))
+    return out
+
+
+def _stack_bound(symbol: str, stack: conv_limits.Stack) -> Bound:
+    return Bound(symbol, minimum=stack.minimum(1), hint=stack.minimum(2),
+                 because=f"{stack.describe()}: every conv output needs at least one position")
+
+
+def _pixels(name, model, config, dtype):
+    channels, c_field = _cfg(config, "num_channels")
+    first = conv_limits.stack(model, 2, in_channels=channels if isinstance(channels, int) else None)
+    if not isinstance(channels, int):
+        if first is None:
+            return None
+        channels, c_field = model.get_submodule(first.layers[0].path).in_channels, None
+    c_why = f"config.{c_field} = {channels}" if c_field else f"{channels} channels of the first Conv2d"
+    size, s_field = _cfg(config, "image_size")
+    patch, _ = _cfg(config, "patch_size")
+    if size is not None:
+        h, w = (size, size) if isinstance(size, int) else size
+        ph, pw = (patch, patch) if isinstance(patch, int) else (patch or (1, 1))
+        table = _position_table(model, (h // ph) * (w // pw))
+        if table is not None:
+            fixed = _text(name, dtype, ("B", channels, h, w))
+            return ([fixed, _text(name, dtype, ("B", channels, "H", "W"))],
+                    f"{c_why}; {h}x{w} fixed by config.{s_field}, since `{table}` has one row per "
+                    f"{ph}x{pw} patch", None, None, [])
+    bounds = []
+    for axis, sym in enumerate(("H", "W")):
+        stack = conv_limits.stack(model, 2, axis=axis, in_channels=channels)
+        if stack is not None:
+            bounds.append(_stack_bound(sym, stack))
+    cands = [_text(name, dtype, ("B", channels, "H", "W"))]
+    if size is not None:                              # the configured size, should any size fail
+        cands.append(_text(name, dtype, ("B", channels, *((size, size) if isinstance(size, int) else size))))
+    return (cands, f"{c_why}; any height and width (no position table tied to the image size)", None, None,
+            bounds)
+
+
+def _position_table(model: nn.Module, patches: int) -> str | None:
+    for path, t in itertools.chain(model.named_parameters(), model.named_buffers()):
+        if "pos" in path.lower() and any(patches <= d <= patches + 4 for d in t.shape):       # + cls, distillation tokens
+            return path
+    return None
+
+
+def _features(name, model, config, dtype):
+    bins, b_field = _cfg(config, "num_mel_bins", "feature_size", "input_feat_per_channel")
+    stack = conv_limits.stack(model, 1, in_channels=bins if isinstance(bins, int) else None)
+    if not isinstance(bins, int):
+        if stack is None:
+            return None
+        bins, b_field = model.get_submodule(stack.layers[0].path).in_channels, None
+    b_why = f"config.{b_field} = {bins} features" if b_field else f"{bins} channels of the first Conv1d"
+    sources, _ = _cfg(config, "max_source_positions")
+    variable = [_text(name, dtype, ("B", bins, "T")), _text(name, dtype, ("B", "T", bins))]
+    bounds = [_stack_bound("T", stack)] if stack and stack.minimum() > 1 else []
+    if isinstance(sources, int) and stack is not None:
+        length = sources * stack.stride()
+        strides = " x ".join(str(layer.stride) for layer in stack.layers)
+        return ([_text(name, dtype, ("B", bins, length)), *variable],
+                f"{b_why}; length {length} = config.max_source_positions ({sources}) x the conv strides "
+                f"({strides})", None, None, bounds)
+    return variable, b_why, None, None, bounds
+
+
+def _by_layer(name, model, dtype, main: bool):
+    """(candidates, because, low, high, bounds), or why not (None: nothing found)."""
+    consumer = first_consumer(model, name)
+    if consumer is None or (consumer.how == "module order" and not main):
+        return None
+    if consumer.module is not None and any(is_lazy(p) for p in consumer.module.parameters(recurse=False)):
+        return f"the first layer it reaches, {type(consumer.module).__name__}, takes its sizes from that input"
+    cands: list[Candidate] = candidates(consumer, model, dtype)
+    if not cands:
+        return None
+    c = cands[0]
+    bounds = [Bound(sym, minimum=least, hint=hint, because=why) for sym, least, hint, why in c.minimum]
+    return [_text(name, x.dtype, x.dims) for x in cands], f"from {c.because}", c.low, c.high, bounds
+
+
+def _merge(bounds: list[Bound]) -> tuple[Bound, ...]:
+    out: dict[str, Bound] = {}
+    for b in bounds:
+        old = out.get(b.symbol)
+        if old is None:
+            out[b.symbol] = b
+            continue
+        lo = max((x for x in (old.minimum, b.minimum) if x is not None), default=None)
+        hi = min((x for x in (old.maximum, b.maximum) if x is not None), default=None)
+        hint = max((x for x in (old.hint, b.hint) if x is not None), default=None)
+        because = old.because if b.because in old.because else "; ".join(x for x in (old.because, b.because) if x)
+        out[b.symbol] = Bound(b.symbol, lo, hi, hint, because)
+    return tuple(out.values())

@@ -1,0 +1,295 @@
+"""Which layer first consumes a forward() input: read from the AST of forward(), else from module order.
+
+`self.fc1(x)` names a submodule; `self.blocks[0](x)` and `for block in self.blocks: x = block(x)` name a list
+entry; `self._norm(x)` names a helper method, read in turn; a composite submodule is entered with the
+parameter the argument binds to; `F.linear(x, self.weight)` and `F.embedding(x, self.weight)` name a
+tensor. Layers that keep any shape (activations, dropout, Identity, Flatten) pass the input on:
+`h = self.act(x)` makes `h` the input. `B, T, C = x.size()` fixes the rank. Where forward() cannot be read,
+the first informative layer in module order stands in. No torch call runs here.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import logging
+import textwrap
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+log = logging.getLogger("atlas")
+
+# Layers whose sizes say what their input must be.
+INFORMATIVE = (nn.Linear, nn.Bilinear, nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv2d, nn.Conv3d,
+               nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.LayerNorm, nn.RMSNorm, nn.GroupNorm,
+               nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm, nn.RNNBase,
+               nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
+               nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer)
+# Layers that accept any shape and give the same rank back (Flatten changes the rank, but any input flattens).
+PASS_THROUGH = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.Identity, nn.Flatten,
+                nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU, nn.Mish, nn.Tanh, nn.Sigmoid, nn.Softmax, nn.LogSoftmax,
+                nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.Hardswish, nn.Hardsigmoid, nn.Hardtanh, nn.Softplus,
+                nn.PReLU, nn.GLU, nn.Softsign, nn.Tanhshrink)
+_KEEPS = {"float", "double", "half", "bfloat16", "to", "contiguous", "clone", "detach", "type_as", "requires_grad_"}
+_FUNCTIONAL = {"linear": 1, "embedding": 1, "layer_norm": None, "conv1d": 1, "conv2d": 1, "conv3d": 1}
+MAX_DEPTH = 12
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """The first layer an input reaches: a module (with its path) or a functional call on a weight tensor."""
+    path: str                                # module path from the model root ("" is the model itself)
+    module: nn.Module | None
+    function: str | None = None              # "linear", "embedding", ... for F.<function>(x, weight)
+    weight: torch.Tensor | None = None
+    rank: int | None = None                  # from `B, T, C = x.size()` on the way
+    how: str = "forward() source"            # "forward() source" or "module order"
+
+
+def first_consumer(model: nn.Module, param: str) -> Consumer | None:
+    """The first layer that consumes forward() parameter `param`, from the source, else from module order."""
+    if isinstance(model, INFORMATIVE):
+        return Consumer("", model, how="the model itself")
+    try:
+        found = _in_forward(model, "", param, type(model).forward, 0, None)
+    except (OSError, TypeError, SyntaxError) as exc:        # no source (built-ins, REPL, C extensions)
+        log.debug("forward() of %s not readable: %s", type(model).__name__, exc)
+        found = None
+    return found or module_order(model)
+
+
+def module_order(model: nn.Module) -> Consumer | None:
+    """The first informative layer in module registration order."""
+    for path, module in model.named_modules():
+        if isinstance(module, INFORMATIVE):
+            return Consumer(path, module, how="module order")
+    return None
+
+
+def _source(fn) -> ast.FunctionDef:
+    fn = inspect.unwrap(fn)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise TypeError("not a function")
+    return node
+
+
+def _enter(module: nn.Module, path: str, arg_index: int | None, keyword: str | None, depth: int,
+           rank: int | None) -> Consumer | None:
+    """The consumer inside `module`, reached with its positional argument `arg_index` or keyword `keyword`."""
+    if isinstance(module, INFORMATIVE):
+        return Consumer(path, module, rank=rank)
+    if isinstance(module, nn.Sequential):
+        for key, child in module._modules.items():
+            if child is None or isinstance(child, PASS_THROUGH):
+                continue
+            return _enter(child, f"{path}.{key}" if path else key, 0, None, depth + 1, rank)
+        return None
+    if isinstance(module, PASS_THROUGH) or depth > MAX_DEPTH:
+        return None
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (TypeError, ValueError):
+        return None
+    name = keyword if keyword is not None else (params[arg_index].name if arg_index is not None
+                                                and arg_index < len(params) else None)
+    if name is None:
+        return None
+    try:
+        return _in_forward(module, path, name, type(module).forward, depth + 1, rank)
+    except (OSError, TypeError, SyntaxError):
+        return None
+
+
+def _in_forward(module: nn.Module, path: str, param: str, fn, depth: int, rank: int | None) -> Consumer | None:
+    node = _source(fn)
+    reader = _Reader(module, path, param, depth, rank)
+    return reader.body(node.body)
+
+
+class _Reader:
+    """Reads one forward() (or helper) body in source order, following the aliases of one input."""
+
+    def __init__(self, module: nn.Module, path: str, param: str, depth: int, rank: int | None) -> None:
+        self.module, self.path, self.depth, self.rank = module, path, depth, rank
+        self.aliases = {param}
+        self.loop_vars: dict[str, tuple[nn.Module, str]] = {}
+
+    def body(self, stmts: list[ast.stmt]) -> Consumer | None:
+        for stmt in stmts:
+            found = self.statement(stmt)
+            if found is not None:
+                return found
+        return None
+
+    def statement(self, stmt: ast.stmt) -> Consumer | None:
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._bind_loop(stmt)
+            found = self.calls(stmt.iter)
+            return found or self.body(stmt.body)
+        if isinstance(stmt, (ast.If, ast.While)):
+            return self.calls(stmt.test) or self.body(stmt.body) or self.body(stmt.orelse)
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            return self.body(stmt.body)
+        if isinstance(stmt, ast.Try):
+            return self.body(stmt.body)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        if isinstance(stmt, ast.Assign):
+            self._shape_unpack(stmt)
+        found = self.calls(stmt)
+        if found is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            if self._is_alias(stmt.value):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                self.aliases |= {t.id for t in targets if isinstance(t, ast.Name)}
+        return found
+
+    # -- aliases ----------------------------------------------------------------
+    def _is_alias(self, expr: ast.expr) -> bool:
+        """An expression that is the input itself, or a layout-preserving view of it."""
+        if isinstance(expr, ast.Name):
+            return expr.id in self.aliases
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            if expr.func.attr in _KEEPS:
+                return self._is_alias(expr.func.value)
+            target = self._callee(expr)
+            if isinstance(target, tuple) and isinstance(target[0], PASS_THROUGH):
+                return any(self._is_alias(a) for a in expr.args[:1])
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.loop_vars:
+            return isinstance(self.loop_vars[expr.func.id][0], PASS_THROUGH) and \
+                any(self._is_alias(a) for a in expr.args[:1])
+        return False
+
+    def _shape_unpack(self, stmt: ast.Assign) -> None:
+        """`B, T, C = x.size()` / `x.shape`: the input has as many dims as there are names."""
+        value = stmt.value
+        if isinstance(value, ast.Call) and not value.args and isinstance(value.func, ast.Attribute) \
+                and value.func.attr == "size":
+            value = value.func.value
+        elif isinstance(value, ast.Attribute) and value.attr == "shape":
+            value = value.value
+        else:
+            return
+        if self._is_alias(value) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
+            elts = stmt.targets[0].elts
+            if not any(isinstance(e, ast.Starred) for e in elts):
+                self.rank = len(elts)
+
+    def _bind_loop(self, stmt: ast.For) -> None:
+        it, target = stmt.iter, stmt.target
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args \
+                and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            it, target = it.args[0], target.elts[1]
+        container = self._resolve(it)
+        if isinstance(target, ast.Name) and isinstance(container, (nn.ModuleList, nn.Sequential)) and len(container):
+            key = next(iter(container._modules))
+            self.loop_vars[target.id] = (container._modules[key], key)
+
+    # -- calls ------------------------------------------------------------------
+    def calls(self, node: ast.AST) -> Consumer | None:
+        """Calls in evaluation order (arguments before the call that takes them)."""
+        for call in _post_order(node):
+            found = self.call(call)
+            if found is not None:
+                return found
+        return None
+
+    def call(self, call: ast.Call) -> Consumer | None:
+        position, keyword = None, None
+        for i, a in enumerate(call.args):
+            if self._is_alias(a):
+                position = i
+                break
+        if position is None:
+            for kw in call.keywords:
+                if kw.arg is not None and self._is_alias(kw.value):
+                    keyword = kw.arg
+                    break
+        if position is None and keyword is None:
+            return None
+        target = self._callee(call)
+        if isinstance(target, tuple):                      # a module reached through a path
+            module, sub = target
+            if isinstance(module, PASS_THROUGH):
+                return None
+            return _enter(module, sub, position, keyword, self.depth, self.rank)
+        if isinstance(target, str) and target in _FUNCTIONAL and position == 0 and len(call.args) > 1:
+            weight = self._resolve(call.args[1])
+            if isinstance(weight, torch.Tensor):
+                return Consumer(self.path, None, function=target, weight=weight, rank=self.rank)
+        if callable(target) and inspect.ismethod(target) and self.depth < MAX_DEPTH:
+            params = list(inspect.signature(target).parameters)
+            name = keyword if keyword is not None else (params[position] if position < len(params) else None)
+            if name is not None:
+                try:
+                    return _in_forward(self.module, self.path, name, target.__func__, self.depth + 1, self.rank)
+                except (OSError, TypeError, SyntaxError):
+                    return None
+        return None
+
+    def _callee(self, call: ast.Call):
+        """(module, path) for a submodule, a functional name for F.<fn>, a bound method, else None."""
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in self.loop_vars:
+            module, key = self.loop_vars[func.id]
+            return module, self._sub(key)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id in ("F", "functional", "nn_functional"):
+            return func.attr
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) \
+                and func.value.attr == "functional":
+            return func.attr
+        target = self._resolve(func, with_path=True)
+        if isinstance(target, tuple) and isinstance(target[0], nn.Module):
+            return target
+        if isinstance(target, tuple):
+            return target[0]
+        return target
+
+    def _sub(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def _resolve(self, expr: ast.expr, with_path: bool = False):
+        """`self.a.b[0]` -> the object (and its module path when asked)."""
+        if isinstance(expr, ast.Name) and expr.id == "self":
+            return (self.module, self.path) if with_path else self.module
+        if isinstance(expr, ast.Attribute):
+            base = self._resolve(expr.value, with_path=True)
+            if base is None:
+                return None
+            obj, path = base
+            if isinstance(obj, nn.Module) and expr.attr in obj._modules:
+                value, path = obj._modules[expr.attr], f"{path}.{expr.attr}" if path else expr.attr
+            else:
+                try:
+                    value = getattr(obj, expr.attr)
+                except Exception:              # properties that need state; the source is only read
+                    return None
+            return (value, path) if with_path else value
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+            base = self._resolve(expr.value, with_path=True)
+            if base is None or not isinstance(base[0], (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
+                return None
+            obj, path = base
+            keys = list(obj._modules)
+            key = expr.slice.value
+            key = keys[key] if isinstance(key, int) and -len(keys) <= key < len(keys) else str(key)
+            if key not in obj._modules:
+                return None
+            value = obj._modules[key]
+            return (value, f"{path}.{key}" if path else key) if with_path else value
+        return None
+
+
+def _post_order(node: ast.AST):
+    """Every Call under `node`, children first, in source order; nested function bodies are skipped."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield from _post_order(child)
+    if isinstance(node, ast.Call):
+        yield node

@@ -1,0 +1,129 @@
+"""What a layer says about its input: dtype, dims (symbols B, T, H, W and fixed sizes), integer range.
+
+`candidates(consumer, model)` turns the first layer an input reaches (atlas/first_consumer.py) into example
+inputs, in the order to try them: a Linear(3, 3) accepts [B, 3] and [B, T, 3], and both are returned unless
+the forward() fixed the rank (`B, T, C = x.size()`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from atlas import conv_limits
+from atlas.first_consumer import Consumer
+
+SPATIAL = {1: ("T",), 2: ("H", "W"), 3: ("D", "H", "W")}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    dtype: str
+    dims: tuple[str | int, ...]
+    because: str                                    # "from the first layer Linear(3, 3)"
+    low: int | None = None                          # integer values in [low, high)
+    high: int | None = None
+    minimum: tuple[tuple[str, int, int, str], ...] = ()   # (symbol, least size, hint size, why)
+
+
+def _ranked(rank: int | None, options: list[tuple]) -> list[tuple]:
+    """Options of the rank the code fixed first; all options otherwise."""
+    if rank is None:
+        return options
+    same = [o for o in options if len(o) == rank]
+    return same + [o for o in options if len(o) != rank]
+
+
+def _seq(batch_first: bool, width: int) -> tuple:
+    return ("B", "T", width) if batch_first else ("T", "B", width)
+
+
+def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[Candidate]:
+    if consumer.module is None:
+        return _functional(consumer, float_dtype)
+    m, where = consumer.module, _label(consumer)
+    rank = consumer.rank
+    if isinstance(m, (nn.Embedding, nn.EmbeddingBag)):
+        dims = _ranked(rank, [("B", "T"), ("B",)])
+        return [Candidate("int64", d, f"{where}: integer indices below num_embeddings = {m.num_embeddings}",
+                          0, m.num_embeddings) for d in dims]
+    if isinstance(m, nn.Linear):
+        return [Candidate(float_dtype, d, f"{where}: in_features = {m.in_features}")
+                for d in _ranked(rank, [("B", m.in_features), ("B", "T", m.in_features)])]
+    if isinstance(m, nn.Bilinear):
+        return [Candidate(float_dtype, d, f"{where}: in1_features = {m.in1_features}")
+                for d in _ranked(rank, [("B", m.in1_features), ("B", "T", m.in1_features)])]
+    if isinstance(m, (nn.modules.conv._ConvNd,)):
+        return [_conv(m, consumer, model, float_dtype, where)]
+    if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
+        shape = tuple(m.normalized_shape) if m.normalized_shape is not None else ()
+        return [Candidate(float_dtype, d, f"{where}: normalized_shape = {list(shape)}")
+                for d in _ranked(rank, [("B", "T", *shape), ("B", *shape)])]
+    if isinstance(m, nn.GroupNorm):
+        return [Candidate(float_dtype, d, f"{where}: num_channels = {m.num_channels}")
+                for d in _ranked(rank, [("B", m.num_channels, "T"), ("B", m.num_channels, "H", "W")])]
+    if isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)):
+        c = m.num_features
+        options = {nn.BatchNorm1d: [("B", c), ("B", c, "T")], nn.InstanceNorm1d: [("B", c, "T")],
+                   nn.BatchNorm3d: [("B", c, "D", "H", "W")], nn.InstanceNorm3d: [("B", c, "D", "H", "W")]}
+        dims = next((v for k, v in options.items() if isinstance(m, k)), [("B", c, "H", "W")])
+        return [Candidate(float_dtype, d, f"{where}: num_features = {c}") for d in _ranked(rank, dims)]
+    if isinstance(m, nn.RNNBase):
+        order = "batch_first" if m.batch_first else "sequence first (batch_first=False)"
+        return [Candidate(float_dtype, _seq(m.batch_first, m.input_size),
+                          f"{where}: input_size = {m.input_size}, {order}")]
+    if isinstance(m, nn.MultiheadAttention):
+        return [Candidate(float_dtype, _seq(m.batch_first, m.embed_dim), f"{where}: embed_dim = {m.embed_dim}")]
+    if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
+        attn = m.self_attn
+        return [Candidate(float_dtype, _seq(attn.batch_first, attn.embed_dim),
+                          f"{where}: d_model = {attn.embed_dim}")]
+    if isinstance(m, (nn.TransformerEncoder, nn.TransformerDecoder)) and len(m.layers):
+        return candidates(Consumer(f"{consumer.path}.layers.0", m.layers[0], rank=rank), model, float_dtype)
+    if isinstance(m, nn.Transformer):
+        return candidates(Consumer(f"{consumer.path}.encoder", m.encoder, rank=rank), model, float_dtype)
+    return []
+
+
+def _label(consumer: Consumer) -> str:
+    m = consumer.module
+    text = f"{type(m).__name__}({m.extra_repr()})"
+    if len(text) > 60:
+        text = type(m).__name__
+    place = f" `{consumer.path}`" if consumer.path else ""
+    order = {"module order": "the first layer in module order",
+             "the model itself": "the model, a torch.nn layer"}.get(consumer.how, "the first layer it reaches")
+    return f"{order}{place}, {text}"
+
+
+def _conv(m: nn.modules.conv._ConvNd, consumer: Consumer, model: nn.Module, float_dtype: str,
+          where: str) -> Candidate:
+    n = len(m.kernel_size)
+    spatial = SPATIAL[n]
+    minimum = []
+    if not isinstance(m, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        for axis, sym in enumerate(spatial):
+            stack = conv_limits.stack(model, n, axis=axis, start=consumer.path) if consumer.path else None
+            stack = stack or conv_limits.Stack((conv_limits.layer_of(consumer.path, m, axis),))
+            least = stack.minimum(1)
+            if least > 1:
+                minimum.append((sym, least, stack.minimum(2), f"{stack.describe()} from `{consumer.path}`"))
+    return Candidate(float_dtype, ("B", m.in_channels, *spatial), f"{where}: in_channels = {m.in_channels}",
+                     minimum=tuple(minimum))
+
+
+def _functional(consumer: Consumer, float_dtype: str) -> list[Candidate]:
+    w, fn = consumer.weight, consumer.function
+    place = f" in `{consumer.path}`" if consumer.path else ""
+    if fn == "embedding":
+        return [Candidate("int64", d, f"F.embedding{place} on a {w.shape[0]}-row weight", 0, int(w.shape[0]))
+                for d in _ranked(consumer.rank, [("B", "T"), ("B",)])]
+    if fn == "linear" and w.dim() == 2:
+        return [Candidate(float_dtype, d, f"F.linear{place}: weight has {w.shape[1]} input features")
+                for d in _ranked(consumer.rank, [("B", int(w.shape[1])), ("B", "T", int(w.shape[1]))])]
+    if fn in ("conv1d", "conv2d", "conv3d") and w.dim() >= 3:
+        n = w.dim() - 2
+        return [Candidate(float_dtype, ("B", int(w.shape[1]), *SPATIAL[n]),
+                          f"F.{fn}{place}: weight has {w.shape[1]} input channels")]
+    return []

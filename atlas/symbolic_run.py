@@ -1,0 +1,342 @@
+"""Run forward() on discovered inputs: on the meta device, or with fake tensors and symbolic sizes.
+
+The fake run gives every symbolic dim (B, T, H, W) its own backed symbol with a distinct hint, so output
+sizes come back as expressions in the input symbols (wav2vec2's frames: `((T//5 - 1)//2 ...)`), and every
+guard the code takes on a size is recorded: a symbol pinned to its hint (a Python loop over positions), a
+range narrowed (a sliding window taken only when T >= 4). Two measures keep fake runs going:
+- ops whose meta kernel is not symbolic (aten.constant_pad_nd: "SymIntArrayRef expected to contain only
+  concrete integers", or a silent pin of every size) run through their Python decomposition;
+- a data-dependent scalar (`.item()`, `nonzero()`) gets an unbacked symbol with an assumed value, so a
+  branch on it is taken (and recorded as an assumption) instead of failing.
+A forward that fails for a dtype reason is retried in the dtypes the discovery lists (Mixtral: bfloat16).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+import logging
+import re
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import sympy
+import torch
+from torch import nn
+from torch._decomp import decomposition_table
+from torch._dynamo.source import ConstantSource
+from torch._guards import SLoc
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._sympy.numbers import int_oo
+
+from atlas.discover import Discovery, discover
+from atlas.inputs import parse_input
+
+log = logging.getLogger("atlas")
+
+DECOMPOSE = {torch.ops.aten.constant_pad_nd.default}
+_NOT_SYMBOLIC = "SymIntArrayRef expected to contain only concrete integers"
+_DTYPE_ERROR = re.compile(r"dtype|BF16|bfloat16|Half|float16|expected scalar type|same type", re.IGNORECASE)
+_HERE = Path(__file__).name
+_QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    mode: str                                         # "meta" or "fake"
+    texts: tuple[str, ...]
+    dtype: str
+    sizes: tuple[tuple[str, int], ...]                # the size (hint) given to each symbol
+    outputs: tuple[tuple[str, tuple[str, ...]], ...] = ()   # name -> dims: ints, or expressions in the symbols
+    error: str | None = None
+    seconds: float = 0.0
+    guards: int = 0
+    ranges: tuple[str, ...] = ()                      # "4 <= T <= 256": where guards narrowed a symbol
+    specialized: tuple[str, ...] = ()                 # "T = 17 (modeling_mamba.py:261)"
+    assumed: tuple[str, ...] = ()                     # "u0 = 2 (.item() at modeling_x.py:12)"
+    decomposed: tuple[str, ...] = ()                  # ops run through their Python decomposition
+
+
+def where(exc: BaseException) -> str:
+    """`Type: message (file.py:line)`, naming the deepest frame outside torch and this module."""
+    here = Path(__file__).name
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)]
+    outside = [f for f in frames if "/torch/" not in f.filename.replace("\\", "/") and not f.filename.endswith(here)]
+    frame = (outside or frames or [None])[-1]
+    message = " ".join(str(exc).split())
+    if len(message) > 200:
+        message = message[:197] + "..."
+    place = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
+    return f"{type(exc).__name__}: {message}{place}"
+
+
+def _site() -> str:
+    """file:line of the innermost frame outside torch and this module (a frame walk: cheap enough per guard)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename.replace("\\", "/")
+        if "/torch/" not in path and not path.endswith(_HERE) and "/contextlib" not in path:
+            return f"{Path(path).name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+class _ShapeEnv(ShapeEnv):
+    """A ShapeEnv that gives each data-dependent scalar an assumed value, so branches on it can be taken."""
+
+    VALUES = {"int": 2, "bool": False, "float": 0.5}
+
+    def __init__(self, assume: bool, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.assume = assume
+        self.assumed: list[str] = []
+
+    def _get_sloc(self, framework_loc=None) -> SLoc:
+        """Guards name the model's line, not the torch frame that took them."""
+        sloc = super()._get_sloc(framework_loc)
+        return SLoc(sloc.framework_loc, sloc.maybe_user_loc or _site())
+
+    def _assume(self, value, kind: str):
+        if self.assume:
+            self.set_real_tensor_prop_unbacked_vals(value.node.expr, self.VALUES[kind])
+            self.assumed.append(f"{value.node.expr} = {self.VALUES[kind]} ({_site()})")
+        return value
+
+    def create_unbacked_symint(self, *args, **kwargs):
+        return self._assume(super().create_unbacked_symint(*args, **kwargs), "int")
+
+    def create_unbacked_symbool(self, *args, **kwargs):
+        return self._assume(super().create_unbacked_symbool(*args, **kwargs), "bool")
+
+    def create_unbacked_symfloat(self, *args, **kwargs):
+        return self._assume(super().create_unbacked_symfloat(*args, **kwargs), "float")
+
+
+class _Decompose(TorchDispatchMode):
+    """Runs ops whose meta kernels are not symbolic through their Python decompositions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in DECOMPOSE:
+            self._note(func)
+            return decomposition_table[func](*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as exc:
+            if _NOT_SYMBOLIC in str(exc) and func in decomposition_table:
+                self._note(func)
+                return decomposition_table[func](*args, **kwargs)
+            raise
+
+    def _note(self, func) -> None:
+        name = str(func.overloadpacket)
+        if name not in self.used:
+            self.used.append(name)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Fake-tensor and ShapeEnv loggers print tracebacks of failures this module reports itself."""
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _QUIET]
+    for logger, _ in saved:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
+
+
+def _flatten(name: str, value) -> list[tuple[str, torch.Tensor]]:
+    """Output tensors by name: `output`, `output[0]`, and a dict's (ModelOutput's) keys as they are."""
+    if isinstance(value, torch.Tensor):
+        return [(name or "output", value)]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _flatten(f"{name}[{k!r}]" if name else str(k), v)]
+    if isinstance(value, (tuple, list)):
+        return [t for i, v in enumerate(value) for t in _flatten(f"{name or 'output'}[{i}]", v)]
+    return []
+
+
+def _device(model: nn.Module) -> torch.device:
+    """Where most of the model's tensors are (wav2vec2 built under the meta device keeps one on the CPU:
+    `masked_spec_embed`, made with the legacy `torch.Tensor(n)` constructor)."""
+    devices = [t.device for t in itertools.chain(model.parameters(), model.buffers())]
+    return max(set(devices), key=devices.count) if devices else torch.device("meta")
+
+
+def _prepared(model: nn.Module, dtype: str | None, mode: str) -> nn.Module:
+    """The model in `dtype`, on the meta device for a meta run: a copy when either changes."""
+    move = mode == "meta" and _device(model).type != "meta"
+    if dtype is None and not move:
+        return model
+    target = copy.deepcopy(model)
+    if move:
+        target = target.to("meta")
+    return target.to(getattr(torch, dtype)) if dtype is not None else target
+
+
+def _specs(texts, dtype: str | None):
+    specs = [parse_input(t) for t in texts]
+    if dtype is None:
+        return specs
+    return [s if not getattr(torch, s.dtype).is_floating_point else type(s)(s.name, dtype, s.dims) for s in specs]
+
+
+def _call(model: nn.Module, kwargs: dict):
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return model(**kwargs)
+    finally:
+        model.train(was)
+
+
+def run(model: nn.Module, texts: tuple[str, ...], sizes: dict[str, int], mode: str = "meta",
+        dtype: str | None = None, decompose: bool = True, assume: bool = True) -> Outcome:
+    """One forward of `model` on inputs `texts` (symbols at `sizes`), on meta or fake tensors."""
+    target = _prepared(model, dtype, mode)
+    specs = _specs(texts, dtype)
+    floats = [str(t.dtype).removeprefix("torch.") for t in target.parameters() if t.is_floating_point()]
+    used = dtype or (max(set(floats), key=floats.count) if floats else "float32")
+    base = dict(mode=mode, texts=tuple(texts), dtype=used, sizes=tuple(sizes.items()))
+    start = time.perf_counter()
+    if mode == "meta":
+        try:
+            out = _call(target, {s.name: torch.empty(tuple(sizes[d] if isinstance(d, str) else d for d in s.dims),
+                                                     dtype=getattr(torch, s.dtype), device="meta") for s in specs})
+        except Exception as exc:  # the report names the failure; nothing else depends on it
+            return Outcome(False, error=where(exc), seconds=time.perf_counter() - start, **base)
+        outputs = tuple((n, tuple(str(int(d)) for d in t.shape)) for n, t in _flatten("", out))
+        return Outcome(True, outputs=outputs, seconds=time.perf_counter() - start, **base)
+    return _fake(target, specs, sizes, base, start, decompose, assume)
+
+
+def _fake(model, specs, sizes, base, start, decompose: bool, assume: bool) -> Outcome:
+    env = _ShapeEnv(assume)
+    fake_mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+    names: dict[sympy.Symbol, sympy.Symbol] = {}
+    kwargs = {}
+    device = _device(model)                 # fake tensors on the model's device allocate nothing either
+    for s in specs:
+        shape = tuple(sizes[d] if isinstance(d, str) else d for d in s.dims)
+        ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if isinstance(d, str) else DimDynamic.STATIC
+                                                      for d in s.dims])
+        t = fake_mode.from_tensor(torch.empty(shape, dtype=getattr(torch, s.dtype), device=device),
+                                  symbolic_context=ctx, source=ConstantSource(s.name))
+        for d, size in zip(s.dims, t.shape):
+            if isinstance(d, str) and isinstance(size, torch.SymInt):
+                names[size.node.expr] = sympy.Symbol(d, positive=True, integer=True)
+        kwargs[s.name] = t
+    decomposer = _Decompose() if decompose else contextlib.nullcontext()
+    try:
+        with _quiet(), fake_mode, decomposer:
+            out = _call(model, kwargs)
+        error = None
+    except Exception as exc:  # the report names the failure; nothing else depends on it
+        out, error = None, where(exc)
+    seconds = time.perf_counter() - start
+    outputs = tuple((n, tuple(_expr(d, env, names) for d in t.shape)) for n, t in _flatten("", out)) if out is not None \
+        else ()
+    return Outcome(error is None, outputs=outputs, error=error, seconds=seconds, guards=len(env.guards),
+                   ranges=_ranges(env, names), specialized=_specialized(env, names), assumed=tuple(env.assumed),
+                   decomposed=tuple(decomposer.used) if decompose else (), **base)
+
+
+def _expr(size, env: ShapeEnv, names: dict) -> str:
+    if not isinstance(size, torch.SymInt):
+        return str(int(size))
+    expr = env.replace(size.node.expr)
+    return str(expr.xreplace(names))
+
+
+def _ranges(env: ShapeEnv, names: dict) -> tuple[str, ...]:
+    out = []
+    for sym, name in names.items():
+        r = env.var_to_range.get(sym)
+        if r is None or sym in env.replacements:
+            continue
+        lower, upper = int(r.lower), r.upper
+        finite = upper not in (int_oo, sympy.oo)
+        if lower > 2 or finite:
+            out.append(f"{lower} <= {name}" + (f" <= {int(upper)}" if finite else ""))
+    return tuple(out)
+
+
+def _specialized(env: ShapeEnv, names: dict) -> tuple[str, ...]:
+    out = []
+    for sym, name in names.items():
+        value = env.replacements.get(sym)
+        if value is None or not value.is_number:
+            continue
+        site = next((g.sloc.maybe_user_loc or str(g.sloc) for g in env.guards
+                     if sym in g.expr.free_symbols and isinstance(g.expr, sympy.Eq)), "")
+        out.append(f"{name} = {value}" + (f" ({site.strip('()')})" if site else ""))
+    return tuple(out)
+
+
+def dtype_error(error: str | None) -> bool:
+    return bool(error) and bool(_DTYPE_ERROR.search(error))
+
+
+def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "meta", _escalate: bool = True,
+             **options) -> list[Outcome]:
+    """Try the discovered inputs in order, and the retry dtypes after a dtype failure; stop at the first run
+    that works. When all fail, add one optional forward() parameter at a time (those the error names first,
+    then the usual names: a CLIP model needs `pixel_values` beside `input_ids`; DeBERTa on meta runs once
+    `attention_mask` is given) and try again."""
+    discovery = discovery or discover(model)
+    if discovery.unresolved:
+        name, why = discovery.unresolved[0]
+        return [Outcome(False, mode, discovery.texts(), discovery.dtype, (),
+                        error=f"no example input for `{name}`: {why}")]
+    tried: list[Outcome] = []
+    for texts in discovery.choices():
+        sizes = discovery.hints(texts)
+        outcome = run(model, texts, sizes, mode, **options)
+        tried.append(outcome)
+        if outcome.ok:
+            return tried
+        if dtype_error(outcome.error):
+            for dt in discovery.retry_dtypes:
+                tried.append(run(model, texts, sizes, mode, dtype=dt, **options))
+                if tried[-1].ok:
+                    return tried
+    if _escalate:
+        for extra in _extras(model, tried[-1].error if tried else None, discovery):
+            again = discover(model, also=discovery.also + (extra,))
+            if extra not in {f.name for f in again.inputs}:
+                continue
+            more = attempts(model, again, mode, _escalate=False, **options)
+            tried += more
+            if more[-1].ok:
+                break
+    return tried
+
+
+USUAL_OPTIONAL = ("pixel_values", "input_features", "input_values", "decoder_input_ids", "attention_mask")
+
+
+def _extras(model: nn.Module, error: str | None, discovery: Discovery) -> list[str]:
+    """Optional forward() parameters to add: those the error names, then the usual names."""
+    import inspect
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return []
+    have = {f.name for f in discovery.inputs}
+    named = [p for p in params if error and re.search(rf"\b{re.escape(p)}\b", error)]
+    usual = [p for p in USUAL_OPTIONAL if p in params]
+    return [p for p in dict.fromkeys(named + usual) if p not in have]

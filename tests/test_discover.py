@@ -1,0 +1,344 @@
+"""Input discovery: plain modules from their first layer, transformers models from config, checked by running them."""
+
+import os
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from atlas import conv_limits, symbolic_run
+from atlas.discover import HINTS, discover
+
+
+def _found(model):
+    d = discover(model)
+    assert not d.unresolved, d.unresolved
+    return d
+
+
+def _meta(model, discovery=None):
+    tried = symbolic_run.attempts(model, discovery, "meta")
+    assert tried[-1].ok, [t.error for t in tried]
+    return tried
+
+
+# -- plain modules --------------------------------------------------------------------------------------------
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.act, self.fc2 = nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 5)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def test_linear_first_module_gets_its_in_features_and_runs():
+    d = _found(MLP())
+    (x,) = d.inputs
+    assert x.candidates == ("x:float32[B,3]", "x:float32[B,T,3]")
+    assert "`fc1`" in x.because and "in_features = 3" in x.because and "required forward() parameter" in x.because
+    run = _meta(MLP(), d)[-1]
+    assert run.texts == ("x:float32[B,3]",) and run.outputs == (("output", ("3", "5")),)
+    fake = symbolic_run.run(MLP(), run.texts, d.hints(), "fake")
+    assert fake.ok and fake.outputs == (("output", ("B", "5")),) and fake.guards == 0
+
+
+class Tokens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(11, 6)
+        self.head = nn.Linear(6, 11)
+
+    def forward(self, idx):
+        h = self.emb(idx)
+        return self.head(h)
+
+
+def test_embedding_first_module_gets_integer_indices_in_range():
+    d = _found(Tokens())
+    (idx,) = d.inputs
+    assert idx.text == "idx:int64[B,T]" and (idx.low, idx.high) == (0, 11)
+    assert "num_embeddings = 11" in idx.because
+    fake = symbolic_run.run(Tokens(), d.texts(), d.hints(), "fake")
+    assert fake.outputs == (("output", ("B", "T", "11")),)
+
+
+class Audio(nn.Module):
+    """Two strided convs: kernel 10 stride 5, then kernel 3 stride 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(1, 4, kernel_size=10, stride=5)
+        self.norm = nn.GroupNorm(2, 4)
+        self.conv2 = nn.Conv1d(4, 4, kernel_size=3, stride=2)
+
+    def forward(self, wave):
+        return self.conv2(F.gelu(self.norm(self.conv1(wave))))
+
+
+def test_conv_first_module_gets_channels_and_a_minimum_length():
+    d = _found(Audio())
+    assert d.texts() == ("wave:float32[B,1,T]",)
+    bound = d.bound("T")
+    # conv2 needs 3 positions in; conv1 gives 3 from (3 - 1) * 5 + 10 = 20 samples
+    assert (bound.minimum, bound.hint) == (20, 30)          # 2 outputs of conv2 need 5 of conv1: (5 - 1) * 5 + 10
+    assert d.hints()["T"] == 30
+    ok = symbolic_run.run(Audio(), d.texts(), {"B": 3, "T": 20}, "meta")
+    too_short = symbolic_run.run(Audio(), d.texts(), {"B": 3, "T": 19}, "meta")
+    assert ok.ok and ok.outputs == (("output", ("3", "4", "1")),) and not too_short.ok
+    fake = symbolic_run.run(Audio(), d.texts(), d.hints(), "fake")
+    assert fake.outputs == (("output", ("B", "4", "((T//10)) - 1")),)     # ((T - 10)//5 + 1 - 3)//2 + 1
+
+
+def test_conv2d_first_module_gets_height_and_width():
+    net = nn.Sequential(nn.Conv2d(3, 8, 4, stride=4), nn.ReLU(), nn.Conv2d(8, 8, 2, stride=2), nn.Flatten())
+    d = _found(net)
+    assert d.texts() == ("input:float32[B,3,H,W]",)
+    assert (d.bound("H").minimum, d.bound("W").minimum) == (8, 8)
+    assert len(set(d.hints().values())) == 3 and min(d.hints().values()) > 1
+    fake = symbolic_run.run(net, d.texts(), d.hints(), "fake")
+    assert fake.outputs == (("output", ("B", "8*((H//8))*((W//8))")),)
+
+
+class Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8)) for _ in range(2)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block(x)
+        return x
+
+
+class Helper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(7, 2)
+
+    def forward(self, x, scale: float = 1.0):
+        return self._project(x) * scale
+
+    def _project(self, y):
+        return self.proj(y)
+
+
+class Functional(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(5, 9))
+
+    def forward(self, x):
+        return F.linear(x, self.weight)
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+
+    def forward(self, x):
+        B, T, C = x.size()
+        return self.qkv(x).view(B, T, 3, C)
+
+
+class DropFirst(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.unused = nn.Linear(9, 9)             # first in module order: the source must win
+        self.drop, self.act, self.fc = nn.Dropout(0.1), nn.GELU(), nn.Linear(6, 2)
+
+    def forward(self, x):
+        h = self.act(x)                          # layers that keep any shape pass the input on
+        return self.fc(self.drop(h))
+
+
+@pytest.mark.parametrize("model, first", [
+    (DropFirst(), "x:float32[B,6]"),
+    (Blocks(), "x:float32[B,T,8]"),                                      # a loop over a ModuleList
+    (Helper(), "x:float32[B,7]"),                                         # a helper method
+    (Functional(), "x:float32[B,9]"),                                     # F.linear on a weight
+    (Attention(), "x:float32[B,T,16]"),                                   # B, T, C = x.size() fixes the rank
+    (nn.Sequential(nn.Flatten(), nn.Linear(784, 10)), "input:float32[B,784]"),
+    (nn.LSTM(4, 6), "input:float32[T,B,4]"),                              # sequence first
+    (nn.GRU(4, 6, batch_first=True), "input:float32[B,T,4]"),
+])
+def test_first_layer_through_the_code(model, first):
+    d = _found(model)
+    assert d.texts() == (first,)
+    assert symbolic_run.run(model, d.texts(), d.hints(), "meta").ok
+
+
+def test_required_inputs_only_and_every_required_one():
+    mha = nn.MultiheadAttention(12, 3)
+    d = _found(mha)
+    assert d.texts() == ("query:float32[T,B,12]", "key:float32[T,B,12]", "value:float32[T,B,12]")
+    assert _found(Helper()).texts() == ("x:float32[B,7]",)                # `scale` has a default
+
+
+def test_unresolved_inputs_say_why():
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    d = discover(Scaled())
+    assert d.inputs == () and d.unresolved == (
+        ("x", "`x` is a required forward() parameter, but no convention or layer says its shape"),)
+    tried = symbolic_run.attempts(Scaled(), d)
+    assert len(tried) == 1 and not tried[0].ok and tried[0].error.startswith("no example input for `x`")
+
+
+class Branchy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if (x > 0).any():                        # data-dependent: no value on meta or fake tensors
+            return self.fc(x)
+        return x
+
+
+def test_data_dependent_branch_runs_on_fake_tensors_with_an_assumption():
+    d = _found(Branchy())
+    meta = symbolic_run.run(Branchy(), d.texts(), d.hints(), "meta")
+    assert not meta.ok and "item() cannot be called on meta tensors" in meta.error
+    strict = symbolic_run.run(Branchy(), d.texts(), d.hints(), "fake", assume=False)
+    assert not strict.ok and strict.error.startswith("GuardOnDataDependentSymNode") and "test_discover.py:" in strict.error
+    fake = symbolic_run.run(Branchy(), d.texts(), d.hints(), "fake")
+    assert fake.ok and fake.outputs == (("output", ("B", "4")),)
+    assert len(fake.assumed) == 1 and fake.assumed[0].startswith("Eq(u0, 1) = False (test_discover.py:")
+
+
+def test_conv_stack_minimum_matches_wav2vec2():
+    layers = tuple(conv_limits.Layer(str(i), k, s, 1, 0)
+                   for i, (k, s) in enumerate(zip((10, 3, 3, 3, 3, 2, 2), (5, 2, 2, 2, 2, 2, 2))))
+    stack = conv_limits.Stack(layers)
+    assert stack.minimum(1) == 400 and stack.length_out(400) == 1 and stack.length_out(399) == 0
+    assert stack.minimum(2) == 720 and stack.length_out(720) == 2 and stack.stride() == 320
+
+
+# -- transformers models from config ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hf_suite():
+    pytest.importorskip("transformers")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from fixtures import hf_suite
+    return hf_suite
+
+
+@pytest.fixture
+def build(hf_suite):
+    def build(name):
+        with torch.device("meta"):
+            return hf_suite.entry(name).factory()
+    return build
+
+
+def test_suite_covers_every_kind_with_features_on(hf_suite, build):
+    assert len(hf_suite.SUITE) >= 24 and len({e.name for e in hf_suite.SUITE}) == len(hf_suite.SUITE)
+    assert {e.kind for e in hf_suite.SUITE} == set(hf_suite.KINDS)
+    for e in hf_suite.SUITE:
+        assert e.kind in hf_suite.KINDS and e.features, e.name
+        cfg = build(e.name).config
+        if "gqa" in e.features:
+            kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_kv_heads      # Falcon's name
+            assert kv < cfg.num_attention_heads, e.name
+        if "sliding-window" in e.features:
+            assert cfg.sliding_window < HINTS["T"], e.name
+        if "softcap" in e.features:
+            assert cfg.attn_logit_softcapping and cfg.final_logit_softcapping, e.name
+        if "experts" in e.features:
+            experts = getattr(cfg, "num_local_experts", None) or cfg.num_experts
+            assert experts >= 4 and cfg.num_experts_per_tok >= 2, e.name
+
+
+@pytest.mark.parametrize("name, texts, out", [
+    ("llama", ("input_ids:int64[B,T]",), ("logits", ("3", "17", "128"))),
+    ("t5", ("input_ids:int64[B,T]", "decoder_input_ids:int64[B,T]"), ("logits", ("3", "17", "128"))),
+    ("vit", ("pixel_values:float32[B,3,32,32]",), ("last_hidden_state", ("3", "17", "64"))),
+    ("convnext", ("pixel_values:float32[B,3,H,W]",), ("last_hidden_state", ("3", "64", "5", "7"))),
+    ("whisper", ("input_features:float32[B,16,32]", "decoder_input_ids:int64[B,T]"), ("logits", ("3", "17", "128"))),
+    ("wav2vec2", ("input_values:float32[B,T]",), ("last_hidden_state", ("3", "2", "64"))),
+])
+def test_discovered_inputs_run_on_meta(build, name, texts, out):
+    model = build(name)
+    d = _found(model)
+    run = _meta(model, d)[-1]
+    assert run.texts == texts and run.outputs[0] == out
+
+
+def test_wav2vec2_frames_are_an_expression_of_T(build):
+    model = build("wav2vec2")
+    d = _found(model)
+    assert (d.bound("T").minimum, d.hints()["T"]) == (400, 720)
+    assert "kernels 10,3,3,3,3,2,2, strides 5,2,2,2,2,2,2" in d.inputs[0].because
+    fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
+    assert fake.ok and fake.outputs[0] == ("last_hidden_state", ("B", "((((((((T//80)) - 3)//2)) - 1)//2)) + 1", "64"))
+    assert fake.ranges == ("720 <= T",)                    # every conv output has at least 2 frames at the hint
+
+
+def test_mixtral_default_dtype_fails_on_meta_and_runs_in_bfloat16(build):
+    model = build("mixtral")
+    d = _found(model)
+    assert (d.dtype, d.retry_dtypes) == ("float32", ("bfloat16",))
+    first, retry = _meta(model, d)
+    assert not first.ok and "Expected inputs of BF16 type" in first.error and "(moe.py:" in first.error
+    assert retry.dtype == "bfloat16" and retry.outputs == (("logits", ("3", "17", "128")),)
+    assert next(model.parameters()).dtype == torch.float32            # the retry ran on a copy
+    declared = discover(build("mixtral_bf16_declared"))
+    assert declared.retry_dtypes == ("bfloat16",) and "config.dtype declares bfloat16" in declared.dtype_because
+
+
+def test_bart_needs_fake_tensors_not_the_cpu(build):
+    model = build("bart")
+    d = _found(model)
+    meta = symbolic_run.run(model, d.texts(), d.hints(), "meta")
+    assert not meta.ok and meta.error.endswith("(masking_utils.py:292)")
+    fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
+    assert fake.ok and fake.outputs[0] == ("logits", ("B", "T", "128"))
+
+
+class Stereo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(2, 4, kernel_size=5, stride=2)
+
+    def forward(self, input_values):
+        return self.conv(input_values)
+
+
+def test_usual_name_with_the_layout_the_first_conv_takes():
+    d = _found(Stereo())
+    assert d.inputs[0].candidates == ("input_values:float32[B,T]", "input_values:float32[B,2,T]")
+    first, second = _meta(Stereo(), d)
+    assert not first.ok and second.texts == ("input_values:float32[B,2,T]",)
+    assert second.outputs == (("output", ("3", "4", "7")),)          # (17 - 5) // 2 + 1
+
+
+def test_multimodal_model_gets_the_second_input_after_a_failed_run(hf_suite):
+    from transformers import CLIPConfig, CLIPModel
+    small = dict(hidden_size=32, intermediate_size=64, num_attention_heads=2, num_hidden_layers=1)
+    cfg = CLIPConfig(text_config=dict(small, vocab_size=99, max_position_embeddings=32),
+                     vision_config=dict(small, image_size=16, patch_size=8), projection_dim=16)
+    with torch.device("meta"):
+        model = CLIPModel(cfg)
+    d = _found(model)
+    assert d.texts() == ("input_ids:int64[B,T]",)
+    tried = _meta(model, d)
+    assert "NoneType" in tried[0].error                                  # no pixel_values
+    assert tried[-1].texts == ("input_ids:int64[B,T]", "pixel_values:float32[B,3,16,16]")
+    assert ("logits_per_image", ("3", "3")) in tried[-1].outputs
+
+
+def test_windows_raise_the_positions_hint(hf_suite):
+    from transformers import MistralConfig, MistralForCausalLM
+    with torch.device("meta"):
+        model = MistralForCausalLM(MistralConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64,
+                                                 num_attention_heads=2, num_key_value_heads=1, vocab_size=50,
+                                                 sliding_window=40, max_position_embeddings=64))
+    d = _found(model)
+    assert (d.bound("T").hint, d.bound("T").maximum, d.hints()["T"]) == (80, 64, 64)   # capped by the positions
