@@ -334,6 +334,8 @@ class ModelDoc:
     published: Published | None = None
     dims: DimNames = DimNames()
     inputs: tuple[str, ...] = ()                 # the example inputs, as declared ("input_ids:int64[B,T]")
+    input_notes: tuple[str, ...] = ()            # how the inputs were found, and any retry the run needed
+    forward_failure: str | None = None           # why the model-level forward did not run, if it did not
     checkpoint: CheckpointReport | None = None   # set when the build was given --checkpoint
     _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
 

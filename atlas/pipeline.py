@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from atlas import progress, provenance, shapes, site
+from atlas import progress, provenance, recording, shapes, site
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
@@ -65,6 +65,8 @@ class Settings:
     repo_url: str | None = None         # links to model code at its commit
     site_name: str = "Model Atlas"
     verify: bool = True                 # run every component's equations against forward()
+    fixed_dims: tuple = ()              # (symbol, size) pairs from --dim T=64
+    dim_bounds: tuple = ()              # (symbol, low, high) from --dim T>=400
     checkpoint: str | None = None       # a checkpoint to reconcile with the code, read from its headers only
     base_dir: str | None = None         # where a relative checkpoint path starts (default: the working folder)
 
@@ -80,8 +82,15 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
         doc = walk(loaded)
         bar.update()
     with progress.stage("shapes") as bar:
-        doc, trace = shapes.record(loaded.model, doc, inputs, settings.budget_bytes)
+        outcome = recording.record(loaded.model, doc, inputs, settings.budget_bytes, dict(settings.fixed_dims),
+                                   {s: (lo, hi) for s, lo, hi in settings.dim_bounds})
+        doc, trace = replace(outcome.doc, forward_failure=outcome.failure), outcome.trace
         bar.update()
+    for note in doc.input_notes:
+        log.info("%s: %s", doc.name, note)
+    if doc.forward_failure is not None:
+        log.warning("%s: %s; give example inputs with --input NAME:DTYPE[DIMS] (or atlas_inputs on the model)",
+                    doc.name, doc.forward_failure)
     vocab = shapes.inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
                                          getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:

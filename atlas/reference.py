@@ -161,15 +161,15 @@ def used_classes(docs: list[ModelDoc]) -> list[type]:
 
 
 def page(cls: type, docs: list[ModelDoc]) -> ReferencePage:
-    from atlas import shapes, spec, walk
+    from atlas import recording, shapes, spec, walk
     from atlas.equations.enrich import enrich
 
     data = load_data(cls)
     where = f"templates/reference/{cls.__name__}.yml"
     instance = eval(data["instance"], {"nn": nn, "torch": torch})   # the data file's own example instance
     loaded = spec.Loaded(f"torch.nn.{cls.__name__}", instance, None)
-    doc, trace = shapes.record(instance, walk.walk(loaded), list(data["inputs"]))
-    doc = enrich(instance, doc, trace, shapes.inputs_mod.vocabulary(None, None))
+    outcome = recording.record(instance, walk.walk(loaded), list(data["inputs"]))
+    doc = enrich(instance, outcome.doc, outcome.trace, shapes.inputs_mod.vocabulary(None, None))
     equations = doc.root.equations
     if not (equations.verification and equations.verification.verified):
         raise AtlasError(f"{where}: the equations of {data['instance']} are not verified: "

@@ -198,6 +198,8 @@ def as_dict(doc: ModelDoc) -> dict:
             "fixed": [{"value": value, "label": label} for value, label in doc.dims.fixed],
         },
         "example_inputs": list(doc.inputs),
+        "input_notes": [str(n) for n in doc.input_notes],
+        "forward_failure": None if doc.forward_failure is None else str(doc.forward_failure),
         "checkpoint": checkpoint_dict(doc.checkpoint),
         "components": [component_dict(c) for c in doc.components],
     }
@@ -240,6 +242,8 @@ def from_dict(data: dict) -> ModelDoc:
         dims=DimNames(tuple((d["symbol"], d["name"]) for d in data["dims"]["symbols"]),
                       tuple((d["value"], d["label"]) for d in data["dims"]["fixed"])),
         inputs=tuple(data["example_inputs"]),
+        input_notes=tuple(data.get("input_notes", ())),
+        forward_failure=data.get("forward_failure"),
         checkpoint=checkpoint_from(data.get("checkpoint")),
     )
 

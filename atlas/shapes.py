@@ -259,43 +259,7 @@ def materialize_lazy(model: nn.Module, declared: list[str] | None) -> bool:
     return True
 
 
-HINTS = (2, 6, 5, 7, 9)             # the symbolic run's sizes, one per symbol, distinct, never 0 or 1
-
-
-def record(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
-           budget_bytes: int = DEFAULT_BUDGET_BYTES):
-    """One symbolic forward: (the doc with shapes on every component, the trace). Falls back to concrete probes
-    (and a concrete trace for the equations) where the symbolic run cannot go."""
-    from atlas.trace import run as trace_run
-    from atlas.trace import shapes as trace_shapes
-    vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
-    texts = list(declared or getattr(model, "atlas_inputs", None) or ())
-    if not texts:
-        return derive(model, doc, declared, budget_bytes), None
-    specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
-    if len(symbols) > len(HINTS):
-        raise inputs_mod.AtlasError(f"at most {len(HINTS)} symbolic dims are supported, got {symbols}")
-    hints = {s: HINTS[i] for i, s in enumerate(symbols)}
-    trace = trace_run.symbolic(model, specs, hints, _repeat_groups(model, doc))
-    if trace.error is not None or trace.specialized or trace.root is None:
-        log.info("symbolic run: %s", trace.error or f"specialized {trace.specialized}")
-        shaped = derive(model, doc, declared, budget_bytes)
-        probe = {s: PROBE_VALUES[i][0] for i, s in enumerate(symbols)}
-        return shaped, _concrete_record(model, specs, probe, budget_bytes)
-    dim_names = DimNames(vocab.symbols, vocab.fixed)
-    comps = []
-    for comp in doc.components:
-        module = model.get_submodule(comp.module_paths[0])
-        call = trace_shapes.first_call_of(trace, model, comp.module_paths[0])
-        if call is not None:
-            shapes = trace_shapes.of_call(call, vocab, "fake")
-        else:
-            shapes = _own_record(model, module, comp, trace, vocab)
-        comps.append(replace(comp, shapes=shapes))
-    return replace(doc, components=tuple(comps), dims=dim_names, inputs=tuple(texts)), trace
-
-
-def _concrete_record(model: nn.Module, specs, probe: dict, budget_bytes: int):
+def concrete_record(model: nn.Module, specs, probe: dict, budget_bytes: int):
     """A record at one concrete size, for the equations, where the symbolic run failed: on the meta device,
     else on a CPU copy within the memory budget (a model built with real weights runs as it is)."""
     from atlas.trace import run as trace_run
@@ -311,48 +275,6 @@ def _concrete_record(model: nn.Module, specs, probe: dict, budget_bytes: int):
     trace = trace_run.concrete(target, example_inputs(specs, probe, "cpu"), "cpu")
     trace.hints = probe
     return trace
-
-
-def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shapes:
-    """A component the model's forward() never calls, recorded on example inputs of its own."""
-    from atlas.trace import run as trace_run
-    from atlas.trace import shapes as trace_shapes
-    own = getattr(module, "atlas_inputs", None) or leaf_inputs(module)
-    not_called = Shapes(ShapeStatus.NOT_CALLED, method="fake",
-                        reason=msg("not called by the model's forward() with the example inputs"))
-    if not own or module is model:
-        return not_called
-    specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in own], vocab)
-    sub = trace_run.symbolic(module, specs, {s: HINTS[i] for i, s in enumerate(symbols)})
-    if sub.error is not None or sub.root is None or sub.specialized:
-        return not_called
-    trace.extra[comp.module_paths[0]] = sub
-    return trace_shapes.of_call(sub.root, vocab, "fake")
-
-
-def _shapes_of(recs, own, vocab, method) -> Shapes:
-    if all(r is None for r in recs):
-        return Shapes(ShapeStatus.NOT_CALLED, method=method,
-                      reason=msg("not called by the model's forward() with the example inputs"))
-    specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in own], vocab)
-    probes = [{s: PROBE_VALUES[i][k] for i, s in enumerate(symbols)} for k in range(3)]
-    ins, outs = _shape_of([r[0] for r in recs], probes, vocab), _shape_of([r[1] for r in recs], probes, vocab)
-    if ins is None or outs is None:
-        return Shapes(ShapeStatus.NOT_DERIVED, method=method,
-                      reason=msg("its inputs or outputs change structure with the input size"))
-    return Shapes(ShapeStatus.DERIVED, ins, outs, method)
-
-
-def _repeat_groups(model: nn.Module, doc: ModelDoc) -> list[list[str]]:
-    """Module paths of identical entries of one list: all but the first may skip their run."""
-    groups = []
-    for comp in doc.components:
-        if comp.repeat < 2 or len(comp.module_paths) != comp.repeat:
-            continue
-        parents = {p.rpartition(".")[0] for p in comp.module_paths}
-        if len(parents) == 1 and all(p.rpartition(".")[2].isdigit() for p in comp.module_paths):
-            groups.append(list(comp.module_paths))
-    return groups
 
 
 def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
@@ -412,16 +334,23 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
 
 
 def leaf_inputs(module: nn.Module) -> tuple[str, ...] | None:
-    """Example inputs a torch.nn leaf implies by its own sizes, for a leaf the model never calls itself
-    (MultiheadAttention's out_proj, a dropout on an unused branch)."""
+    """Example inputs a leaf implies by its own sizes, for a leaf the model never calls itself (MultiheadAttention's
+    out_proj, a convolution whose weight the parent applies directly, an activation on an unused branch)."""
     if isinstance(module, nn.Linear):
         return (f"input:float32[B,T,{module.in_features}]",)
     if isinstance(module, (nn.LayerNorm, nn.RMSNorm)) and len(module.normalized_shape) == 1:
         return (f"input:float32[B,T,{module.normalized_shape[0]}]",)
     if isinstance(module, nn.Embedding):
         return ("input:int64[B,T]",)
-    if isinstance(module, (nn.Dropout, nn.GELU, nn.ReLU, nn.SiLU, nn.Tanh, nn.Sigmoid, nn.Identity)):
-        return ("input:float32[B,T]",)
+    if isinstance(module, nn.Conv1d):
+        return (f"input:float32[B,{module.in_channels},T]",)
+    if isinstance(module, nn.Conv2d):
+        return (f"input:float32[B,{module.in_channels},H,W]",)
+    if not any(True for _ in module.parameters()) and not any(True for _ in module.children()):
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if len(params) == 1:                        # a parameter-free leaf of one tensor: an activation
+            return (f"{params[0].name}:float32[B,T]",)
     return None
 
 

@@ -37,14 +37,14 @@ from torch.utils._sympy.numbers import int_oo
 
 from atlas.discover import Discovery, discover
 from atlas.inputs import parse_input
+from atlas.trace.symbolic import AssumingShapeEnv as _ShapeEnv
+from atlas.trace.symbolic import Decompose as _Decompose
+from atlas.trace.symbolic import quiet as _quiet
 
 log = logging.getLogger("atlas")
 
-DECOMPOSE = {torch.ops.aten.constant_pad_nd.default}
-_NOT_SYMBOLIC = "SymIntArrayRef expected to contain only concrete integers"
 _DTYPE_ERROR = re.compile(r"dtype|BF16|bfloat16|Half|float16|expected scalar type|same type", re.IGNORECASE)
 _HERE = Path(__file__).name
-_QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
 
 
 @dataclass(frozen=True)
@@ -75,87 +75,6 @@ def where(exc: BaseException) -> str:
         message = message[:197] + "..."
     place = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
     return f"{type(exc).__name__}: {message}{place}"
-
-
-def _site() -> str:
-    """file:line of the innermost frame outside torch and this module (a frame walk: cheap enough per guard)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        path = frame.f_code.co_filename.replace("\\", "/")
-        if "/torch/" not in path and not path.endswith(_HERE) and "/contextlib" not in path:
-            return f"{Path(path).name}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "?"
-
-
-class _ShapeEnv(ShapeEnv):
-    """A ShapeEnv that gives each data-dependent scalar an assumed value, so branches on it can be taken."""
-
-    VALUES = {"int": 2, "bool": False, "float": 0.5}
-
-    def __init__(self, assume: bool, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.assume = assume
-        self.assumed: list[str] = []
-
-    def _get_sloc(self, framework_loc=None) -> SLoc:
-        """Guards name the model's line, not the torch frame that took them."""
-        sloc = super()._get_sloc(framework_loc)
-        return SLoc(sloc.framework_loc, sloc.maybe_user_loc or _site())
-
-    def _assume(self, value, kind: str):
-        if self.assume:
-            self.set_real_tensor_prop_unbacked_vals(value.node.expr, self.VALUES[kind])
-            self.assumed.append(f"{value.node.expr} = {self.VALUES[kind]} ({_site()})")
-        return value
-
-    def create_unbacked_symint(self, *args, **kwargs):
-        return self._assume(super().create_unbacked_symint(*args, **kwargs), "int")
-
-    def create_unbacked_symbool(self, *args, **kwargs):
-        return self._assume(super().create_unbacked_symbool(*args, **kwargs), "bool")
-
-    def create_unbacked_symfloat(self, *args, **kwargs):
-        return self._assume(super().create_unbacked_symfloat(*args, **kwargs), "float")
-
-
-class _Decompose(TorchDispatchMode):
-    """Runs ops whose meta kernels are not symbolic through their Python decompositions."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.used: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in DECOMPOSE:
-            self._note(func)
-            return decomposition_table[func](*args, **kwargs)
-        try:
-            return func(*args, **kwargs)
-        except RuntimeError as exc:
-            if _NOT_SYMBOLIC in str(exc) and func in decomposition_table:
-                self._note(func)
-                return decomposition_table[func](*args, **kwargs)
-            raise
-
-    def _note(self, func) -> None:
-        name = str(func.overloadpacket)
-        if name not in self.used:
-            self.used.append(name)
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Fake-tensor and ShapeEnv loggers print tracebacks of failures this module reports itself."""
-    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _QUIET]
-    for logger, _ in saved:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for logger, level in saved:
-            logger.setLevel(level)
 
 
 def _flatten(name: str, value) -> list[tuple[str, torch.Tensor]]:

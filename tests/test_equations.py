@@ -7,7 +7,7 @@ import shutil
 import pytest
 from torch import nn
 
-from atlas import pipeline, shapes, spec, walk
+from atlas import pipeline, recording, shapes, spec, walk
 from atlas.cli import main
 from atlas.equations.enrich import EquationMismatch, enrich
 from atlas.model import EquationStatus
@@ -259,8 +259,8 @@ LEAVES = [
 
 def _leaf_doc(module, inputs):
     loaded = spec.Loaded("inline", module, None)
-    doc, trace = shapes.record(module, walk.walk(loaded), inputs)
-    return enrich(module, doc, trace, shapes.inputs_mod.vocabulary(None, None))
+    out = recording.record(module, walk.walk(loaded), inputs)
+    return enrich(module, out.doc, out.trace, shapes.inputs_mod.vocabulary(None, None))
 
 
 @pytest.mark.parametrize("module,shape", LEAVES, ids=lambda v: type(v).__name__ if isinstance(v, nn.Module) else "")

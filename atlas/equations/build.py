@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from atlas.equations import leaves
-from atlas.equations.lower import lower
-from atlas.equations.nodes import Node, Sym, substitute
+from atlas.equations.lower import DTYPE_METHODS, lower
+from atlas.equations.nodes import Node, SizeOf, Sym, substitute
 from atlas.equations.scalars import Eps
 from atlas.equations.ops_nn import Call as CallNode
 from atlas.equations.ops_nn import Loop
@@ -72,6 +72,8 @@ class Builder:
         self._inputs()
         self._events(self.call, None, 0)
         for ref in _refs(self.call.out):
+            if ref.value.shape is None:             # a size it returns beside its tensors (Swin's (height, width))
+                continue
             d.outputs.append(self.node_of(ref))
             d.output_values.append(ref.value)
         if not d.outputs:
@@ -105,6 +107,7 @@ class Builder:
     # -- events ----------------------------------------------------------------------------------
     def _events(self, call: Call, section: str | None, depth: int) -> None:
         events = call.events
+        self._current_out = call.out
         i = 0
         while i < len(events):
             ev = events[i]
@@ -125,6 +128,9 @@ class Builder:
         for x in list(ev.args) + list(ev.kwargs.values()):
             if isinstance(x, torch.dtype):
                 self.d.prog.dtypes.add(str(x).removeprefix("torch."))
+        short = ev.name.removeprefix("Tensor.")
+        if short in DTYPE_METHODS:                      # x.float(): a cast even where it changed nothing here
+            self.d.prog.dtypes.add(DTYPE_METHODS[short])
         result = self._constants(lower(ev, self.node_of))
         self._assign(ev.out, result, section)
 
@@ -168,6 +174,9 @@ class Builder:
                 else:
                     continue
                 self._assign(o, part, section)
+        elif isinstance(out, dict) and isinstance(result, Node):   # a ModelOutput: its fields by name
+            for key, o in out.items():
+                self._assign(o, Item(result, i=key), section)
 
     def node_of(self, ref: Ref) -> Node:
         d = self.d
@@ -175,7 +184,7 @@ class Builder:
         node = d.env.get(v.id)
         if node is not None:
             return node
-        rel = self.paths.get(id(v.obj))
+        rel = self.paths.get(id(v.source if v.source is not None else v.obj))
         if rel is not None:
             owner, _, attr = rel.rpartition(".")
             key = f"p.{rel}"
@@ -183,9 +192,32 @@ class Builder:
             d.prog.add(key, "param", ("param", owner, attr, False), base=attr, role=role, shape=v.shape)
             d.env[v.id] = Sym(key)
             return d.env[v.id]
+        made = self._constant(v)
+        if made is not None:
+            return made
+        if v.shape is None and v.expr is not None and not getattr(v.expr, "free_symbols", set()) - _sizes(v.expr):
+            return SizeOf(v.expr)                   # a size computed from the input dims
         place = f"{os.path.basename(self._site.file)}:{self._site.line}" if self._site else "?"
         raise leaves.Unsupported(msg("the code uses a tensor that is neither an input, a parameter or buffer, nor "
                                      "computed in forward() (%(place)s)", place=place))
+
+    def _constant(self, value, depth: int = 0):
+        """A tensor made outside this component from constants alone (a cache's window size, a mask built
+        from positions): the same calls, made again here."""
+        ev = value.made_by
+        if ev is None or depth > 16 or value.id in self.d.env:
+            return self.d.env.get(value.id)
+        for ref in _refs(list(ev.args) + list(ev.kwargs.values())):
+            if ref.value.id not in self.d.env and self._constant(ref.value, depth + 1) is None:
+                return None
+        result = lower(ev, self.node_of)
+        outs = _refs(ev.out)
+        if isinstance(result, tuple):
+            for r, o in zip(outs, result):
+                self.d.env.setdefault(o.value.id, r)
+        elif len(outs) == 1:
+            self.d.env.setdefault(outs[0].value.id, result)
+        return self.d.env.get(value.id)
 
     # -- child modules ------------------------------------------------------------------------------
     def _rel(self, path: str) -> str:
@@ -294,7 +326,13 @@ class Builder:
         if len(run) < n or any(not isinstance(c, Call) or c.path != f"{parent}.{k}" for k, c in enumerate(run)):
             return None
         slot = _chain_slot(run)
-        return run if slot is not None else None
+        if slot is None:
+            return None
+        inner = {r.value.id for c in run[:-1] for r in _refs(c.out)}
+        later = _refs([(e.args, e.kwargs) for e in events[i + n:]]) + _refs(self._current_out)
+        if any(r.value.id in inner for r in later):
+            return None                         # a block's own result is used again (all hidden states returned)
+        return run
 
     def _loop(self, run: list, section) -> None:
         d = self.d
@@ -308,7 +346,8 @@ class Builder:
         start = args[slot]
         rest = args[:slot] + args[slot + 1:]
         node = Loop(Sym(key), start, rest, kwargs, slot=slot, count=len(run), link=f"{rel}.0" if rel else "0",
-                    name=getattr(first.module, "atlas_name", None) or type(first.module).__name__)
+                    name=getattr(first.module, "atlas_name", None) or type(first.module).__name__,
+                    carry=_path_of_tensor(first.out))
         self._assign(run[-1].out, node, section)
         d.loops.add(id(node))
 
@@ -327,6 +366,11 @@ def bound_arguments(module: nn.Module, args, kwargs) -> dict:
         else:
             out[name] = value
     return out
+
+
+def _sizes(expr) -> set:
+    """The input symbols (B, T, H, W) among an expression's symbols; an unbacked one (u0) is not one."""
+    return {s for s in getattr(expr, "free_symbols", set()) if not str(s).startswith(("u", "s"))}
 
 
 def _params(c: Call) -> dict:
@@ -374,6 +418,21 @@ def _pure(c: Call) -> bool:
         return False
     ops = [e for e in c.events if isinstance(e, OpEvent)]
     return len(ops) <= MAX_PURE_EVENTS and len(ops) == len(c.events)
+
+
+def _path_of_tensor(out) -> tuple:
+    """Where the one tensor sits in a call's result: () for a tensor, (0,) for (tensor, None)."""
+    if isinstance(out, Ref):
+        return ()
+    if isinstance(out, (tuple, list)):
+        for i, o in enumerate(out):
+            if _refs(o):
+                return (i,) + _path_of_tensor(o)
+    if isinstance(out, dict):
+        for k, o in out.items():
+            if _refs(o):
+                return (k,) + _path_of_tensor(o)
+    return ()
 
 
 def _chain_slot(run: list) -> int | None:

@@ -34,6 +34,10 @@ DEFAULT_BUDGET_BYTES = 2 * 1024**3
 class EquationMismatch(AtlasError):
     """Equations that disagree with forward(), or do not run: the build fails with exit code 1."""
 
+    def __init__(self, message: str, doc: ModelDoc | None = None) -> None:
+        super().__init__(message)
+        self.doc = doc                  # every component's equations, the failing ones included
+
 
 def leaf_program(module: nn.Module, call) -> Program:
     """A torch.nn leaf's own page: the registry's lines on its inputs, then y."""
@@ -116,7 +120,8 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
     eq = present(prog, status, vocab, lambda rel: link_ids.get(f"{base}.{rel}" if base else rel))
     if not run:
         return eq, sentence
-    check = verify(module, prog, call, record_of(trace, comp.module_paths[0]).hints, budget_bytes)
+    rec = record_of(trace, comp.module_paths[0])
+    check = verify(module, prog, call, rec.hints, budget_bytes, working=rec.dtype)
     return replace(eq, verification=check), sentence
 
 
@@ -137,7 +142,8 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DE
         if tick is not None:
             tick()
     log.info("%s: equations for %d components in %.1f s", doc.name, len(out), time.perf_counter() - start)
+    doc = replace(doc, components=tuple(out))
     if failures:
         raise EquationMismatch(f"{doc.name}: the equations of {len(failures)} component(s) do not reproduce "
-                               "forward(): " + "; ".join(str(f) for f in failures))
-    return replace(doc, components=tuple(out))
+                               "forward(): " + "; ".join(str(f) for f in failures), doc)
+    return doc

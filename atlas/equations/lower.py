@@ -312,8 +312,8 @@ def _chunk(L: Lowering):
 def _unbind(L: Lowering):
     x = L.node(L.arg(0))
     dim = L.arg(1, "dim", 0)
-    return tuple(t.Index(x, index=tuple([slice(None)] * (dim % 8 if dim >= 0 else 0)) + (i,)) if dim >= 0
-                 else t.Index(x, index=(Ellipsis, i)) for i in range(len(L.ev.out)))
+    return tuple(t.Index(x, tuple([slice(None)] * dim) + (i,)) if dim >= 0 else t.Index(x, (Ellipsis, i))
+                 for i in range(len(L.ev.out)))
 
 
 def _getitem(L: Lowering):
@@ -327,22 +327,27 @@ def _getitem(L: Lowering):
             p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in parts[:-1]) \
             and (parts[0] is Ellipsis or len(parts) == len(shape)):
         s = parts[-1]
+        size = shape[-1]
         lo = 0 if s.start is None else s.start
-        hi = shape[-1] if s.stop is None else s.stop
-        if not isinstance(lo, Node) and not isinstance(hi, Node) and not _negative(lo) and not _negative(hi):
-            return t.Slice(x, SizeOf(lo), SizeOf(hi), dim=len(shape) - 1, last=True)
-    return t.Index(x, index, index=index)
+        hi = size if s.stop is None else s.stop
+        if not isinstance(lo, Node) and not isinstance(hi, Node):
+            lo, hi = (v + size if _negative(v) else v for v in (lo, hi))      # x[..., -T:] is x[..., 0:T]
+            if not _negative(lo) and not _negative(hi):
+                return t.Slice(x, SizeOf(lo), SizeOf(hi), dim=len(shape) - 1, last=True)
+    return t.Index(x, index)
 
 
 def _negative(v) -> bool:
-    return isinstance(v, int) and v < 0
+    if isinstance(v, int):
+        return v < 0
+    return bool(getattr(v, "is_negative", False))
 
 
 def _setitem(L: Lowering):
     x = L.node(L.arg(0))
     index = L.data(L.arg(1))
     value = L.node(L.arg(2))
-    return t.SetIndex(x, value, index, index=index)
+    return t.SetIndex(x, value, index)
 
 
 def _to(L: Lowering):

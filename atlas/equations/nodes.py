@@ -248,8 +248,10 @@ class Printer:
 class Evaluator:
     """What running an op tree needs: symbol values, the check's sizes, and the working dtype."""
 
-    def __init__(self, env: dict, sizes: dict, dtype: torch.dtype, device: str = "cpu") -> None:
+    def __init__(self, env: dict, sizes: dict, dtype: torch.dtype, device: str = "cpu",
+                 working: torch.dtype = torch.float32) -> None:
         self.env = env
+        self.working = working          # the record's dtype: a cast to it is a cast to the check's precision
         self.sizes = sizes              # {"B": 2, "T": 6}
         self.dtype = dtype
         self.device = device
@@ -268,7 +270,7 @@ class Evaluator:
 
     def dtype_of(self, dtype):
         """Floating dtypes of 32 bits or more are the working precision of the check."""
-        if isinstance(dtype, torch.dtype) and dtype in (torch.float32, torch.float64):
+        if isinstance(dtype, torch.dtype) and dtype in (torch.float32, torch.float64, self.working):
             return self.dtype
         return dtype
 

@@ -111,13 +111,16 @@ class Loop(Node):
         raise TypeError("a loop is printed as a step of its own")
 
     def run(self, ev, modules, start, args, kwargs):
-        value = start
+        value, out = start, start
         slot = self.meta["slot"]
         for module in modules:
             call_args = list(args)
             call_args.insert(slot, value)
-            value = module(*call_args, **kwargs)
-        return value
+            out = module(*call_args, **kwargs)
+            value = out
+            for key in self.meta.get("carry", ()):       # the running value inside (hidden, None)
+                value = value[key]
+        return out
 
 
 class Linear(Node):

@@ -175,10 +175,10 @@ def _plus_one(start) -> str:
 
 
 class Index(Node):
-    """x[...]: any indexing the code does, printed as the code writes it."""
+    """x[...]: any indexing the code does, printed as the code writes it: Index(x, index)."""
 
     def tex(self, p):
-        return p.base(self.args[0]) + r"\left[" + _index_tex(p, self.meta["index"]) + r"\right]"
+        return p.base(self.args[0]) + r"\left[" + _index_tex(p, self.args[1]) + r"\right]"
 
     def run(self, ev, x, index):
         return x[index]
@@ -213,11 +213,11 @@ def _plain(p, x) -> str:
 
 
 class SetIndex(Node):
-    """x with x[index] = value: a copy with some entries replaced."""
+    """x with x[index] = value: a copy with some entries replaced: SetIndex(x, value, index)."""
 
     def tex(self, p):
-        x, value = self.args
-        return (p.base(x) + r"\big|_{[" + _index_tex(p, self.meta["index"]) + r"]\,\leftarrow\," + p.print(value)
+        x, value, index = self.args
+        return (p.base(x) + r"\big|_{[" + _index_tex(p, index) + r"]\,\leftarrow\," + p.print(value)
                 + r"}")
 
     def run(self, ev, x, value, index):
@@ -301,9 +301,12 @@ class Item(Node):
 
     def tex(self, p):
         x = self.args[0]
+        i = self.meta["i"]
         if hasattr(x, "item_tex"):
-            return x.item_tex(p, self.meta["i"])
-        return p.base(x) + "_{" + str(self.meta["i"] + 1) + "}"
+            return x.item_tex(p, i)
+        if isinstance(i, str):
+            return p.base(x) + r"_{\mathrm{" + i.replace("_", r"\_") + "}}"
+        return p.base(x) + "_{" + str(i + 1) + "}"
 
     def run(self, ev, x):
         return x[self.meta["i"]]

@@ -91,8 +91,8 @@ class Program:
                 env[key] = list(instance.get_submodule(b[1]))
         return env
 
-    def run(self, instance: nn.Module, inputs: dict, sizes: dict, dtype: torch.dtype) -> list:
-        ev = Evaluator(self.bind(instance, inputs), sizes, dtype)
+    def run(self, instance: nn.Module, inputs: dict, sizes: dict, dtype: torch.dtype, working: str = "float32") -> list:
+        ev = Evaluator(self.bind(instance, inputs), sizes, dtype, working=getattr(torch, working))
         for step in self.steps:
             if not self.symbols[step.key].in_scan:
                 ev.env[step.key] = ev.value(step.node)

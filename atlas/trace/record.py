@@ -73,9 +73,10 @@ def forward_code(module: nn.Module):
 class Recorder(TorchFunctionMode):
     """Listens to one forward. Use as `with Recorder(model) as rec: model(...)`, then read `rec.root`."""
 
-    def __init__(self, model: nn.Module, to_size=lambda x: x, names: bool = True) -> None:
+    def __init__(self, model: nn.Module, to_size=lambda x: x, names: bool = True, originals: dict | None = None) -> None:
         super().__init__()
         self.model = model
+        self.originals = originals or {}    # id(fake tensor) -> the model's own tensor it stands for
         self.to_size = to_size              # SymInt -> sympy expression in the input symbols
         self.values: list[Value] = []
         self.by_id: dict[int, Value] = {}
@@ -122,7 +123,9 @@ class Recorder(TorchFunctionMode):
             return v
         owner = self._owners.get(id(t))
         if owner is not None and owner[3] is t:
-            return self.new_value(t, owner[0], owner[1], owner[2])
+            v = self.new_value(t, owner[0], owner[1], owner[2])
+            v.source = self.originals.get(id(t), t)
+            return v
         return self.new_value(t, "external")
 
     def encode(self, x):
@@ -158,11 +161,13 @@ class Recorder(TorchFunctionMode):
             return {k: self._outputs(v, args, inplace) for k, v in out.items()}
         if isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             v = Value(len(self.values), "op", None, type(out).__name__.lower().removeprefix("sym"), out)
+            v.expr = self.to_size(out)
             self.values.append(v)
-            self.scalars[self.to_size(out)] = v
+            self.scalars[v.expr] = v
             return Ref(v)
         if isinstance(out, (int, float, bool)) and not isinstance(out, bool):
             v = Value(len(self.values), "op", None, type(out).__name__, out)
+            v.expr = out
             self.values.append(v)
             return Ref(v)
         return out
@@ -199,6 +204,9 @@ class Recorder(TorchFunctionMode):
             else:
                 enc_out = self._outputs(out, args, inplace)
             event = OpEvent(func, name, tuple(enc_args), enc_kwargs, enc_out, site, inplace)
+            for ref in _refs(enc_out):
+                if ref.value.made_by is None and ref.value.kind == "op":
+                    ref.value.made_by = event
             if frame is not None and _has_float((args, kwargs)):
                 event.scope = (dict(frame.f_locals), frame.f_globals)
             if self.stack:
@@ -349,6 +357,16 @@ class Recorder(TorchFunctionMode):
             for i, tensor in enumerate(_tensors(t)):
                 v = self.new_value(tensor, "input", attr=name if isinstance(t, torch.Tensor) else f"{name}[{i}]")
                 v.names.append((0, v.attr, 0, True))
+
+
+def _refs(x) -> list:
+    if isinstance(x, Ref):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [r for i in x for r in _refs(i)]
+    if isinstance(x, dict):
+        return [r for i in x.values() for r in _refs(i)]
+    return []
 
 
 def _has_float(x) -> bool:

@@ -18,7 +18,7 @@ from torch import nn
 from atlas.errors import where
 from atlas.trace.record import Recorder
 from atlas.trace.structures import Call, Ref, Trace
-from atlas.trace.symbolic import SymbolicInputs
+from atlas.trace.symbolic import SymbolicInputs, quiet
 
 log = logging.getLogger("atlas")
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -32,19 +32,44 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
 
     specs: InputSpec list (name, dtype, dims: ints and symbol names). repeats: groups of module paths
     that are one component (list entries); all but the first of each may be skipped."""
-    device = next((t.device.type for t in list(model.parameters()) + list(model.buffers())), "meta")
-    si = SymbolicInputs(hints, device)
+    si = SymbolicInputs(hints, "cpu")
     inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
-    rec = Recorder(model, si.expr, names=names)
-    error = None
-    with _evaluation(model), _skipping(model, repeats, rec), torch.no_grad(), si.mode, rec:
-        rec.register_inputs(inputs)
-        try:
-            _call(model, inputs)
-        except Exception as exc:  # the record keeps every call that finished before it
-            error = where(exc)
+    with _fake_tensors(model, si.mode) as originals:
+        rec = Recorder(model, si.expr, names=names, originals=originals)
+        error = None
+        with quiet(), _evaluation(model), _skipping(model, repeats, rec), torch.no_grad(), si.mode, si.decompose, rec:
+            rec.register_inputs(inputs)
+            try:
+                _call(model, inputs)
+            except Exception as exc:  # the record keeps every call that finished before it
+                error = where(exc)
     return Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
                  _working_dtype(model), error, specialized=tuple(si.specialized()))
+
+
+@contextlib.contextmanager
+def _fake_tensors(model: nn.Module, mode):
+    """The model's meta tensors replaced, for one run, by fake tensors on the CPU: the code takes the paths it
+    takes on the CPU, where its equations are checked (transformers' MoE counts tokens per expert differently
+    on the meta device). Yields {id(fake): the real tensor}; everything is put back afterwards."""
+    swapped, originals = [], {}
+    for module in model.modules():
+        for store in (module._parameters, module._buffers):
+            for name, t in list(store.items()):
+                if t is None or t.device.type != "meta":
+                    continue
+                with mode:
+                    fake = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cpu")
+                if isinstance(t, nn.Parameter):
+                    fake = nn.Parameter(fake, requires_grad=t.requires_grad)
+                store[name] = fake
+                swapped.append((store, name, t))
+                originals[id(fake)] = t
+    try:
+        yield originals
+    finally:
+        for store, name, t in swapped:
+            store[name] = t
 
 
 def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -> Trace:

@@ -20,7 +20,10 @@ class Value:
     obj: object = None              # the tensor itself (kept alive, so ids stay unique during the run)
     owner: str | None = None        # "param"/"buffer": the module path that owns it
     attr: str | None = None         # "param"/"buffer": its attribute name; "input": the parameter name
-    names: list = field(default_factory=list)   # (frame number, variable, line) bindings seen in user code
+    names: list = field(default_factory=list)   # (frame number, variable, line, is a parameter) bindings in user code
+    made_by: object = None          # the OpEvent that produced it
+    source: object = None           # a parameter or buffer: the model's own tensor (the run may use a stand-in)
+    expr: object = None             # a scalar a call returned (.item()): its expression in the input symbols
 
     def __repr__(self) -> str:
         return f"Value({self.id}, {self.kind}, {self.shape})"

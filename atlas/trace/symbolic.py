@@ -7,12 +7,107 @@ where the equations are checked, so every guard the code took holds there.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sys
+from pathlib import Path
+
 import sympy
 import torch
+from torch._decomp import decomposition_table
 from torch._dynamo.source import ConstantSource
+from torch._guards import SLoc
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._sympy.functions import CeilDiv, FloorDiv, Mod, PythonMod
+
+DECOMPOSE = {torch.ops.aten.constant_pad_nd.default}
+_NOT_SYMBOLIC = "SymIntArrayRef expected to contain only concrete integers"
+_QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
+_HERE = Path(__file__).name
+
+
+
+def _site() -> str:
+    """file:line of the innermost frame outside torch and this module (a frame walk: cheap enough per guard)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename.replace("\\", "/")
+        if "/torch/" not in path and not path.endswith(_HERE) and "/contextlib" not in path:
+            return f"{Path(path).name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
+
+
+class AssumingShapeEnv(ShapeEnv):
+    """A ShapeEnv that gives each data-dependent scalar an assumed value, so branches on it can be taken."""
+
+    VALUES = {"int": 2, "bool": False, "float": 0.5}
+
+    def __init__(self, assume: bool, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.assume = assume
+        self.assumed: list[str] = []
+
+    def _get_sloc(self, framework_loc=None) -> SLoc:
+        """Guards name the model's line, not the torch frame that took them."""
+        sloc = super()._get_sloc(framework_loc)
+        return SLoc(sloc.framework_loc, sloc.maybe_user_loc or _site())
+
+    def _assume(self, value, kind: str):
+        if self.assume:
+            self.set_real_tensor_prop_unbacked_vals(value.node.expr, self.VALUES[kind])
+            self.assumed.append(f"{value.node.expr} = {self.VALUES[kind]} ({_site()})")
+        return value
+
+    def create_unbacked_symint(self, *args, **kwargs):
+        return self._assume(super().create_unbacked_symint(*args, **kwargs), "int")
+
+    def create_unbacked_symbool(self, *args, **kwargs):
+        return self._assume(super().create_unbacked_symbool(*args, **kwargs), "bool")
+
+    def create_unbacked_symfloat(self, *args, **kwargs):
+        return self._assume(super().create_unbacked_symfloat(*args, **kwargs), "float")
+
+
+class Decompose(TorchDispatchMode):
+    """Runs ops whose meta kernels are not symbolic through their Python decompositions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in DECOMPOSE:
+            self._note(func)
+            return decomposition_table[func](*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as exc:
+            if _NOT_SYMBOLIC in str(exc) and func in decomposition_table:
+                self._note(func)
+                return decomposition_table[func](*args, **kwargs)
+            raise
+
+    def _note(self, func) -> None:
+        name = str(func.overloadpacket)
+        if name not in self.used:
+            self.used.append(name)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Fake-tensor and ShapeEnv loggers print tracebacks of failures this module reports itself."""
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _QUIET]
+    for logger, _ in saved:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
 
 
 class SymbolicInputs:
@@ -21,8 +116,9 @@ class SymbolicInputs:
     def __init__(self, hints: dict[str, int], device: str = "meta") -> None:
         self.hints = dict(hints)
         self.device = device
-        self.shape_env = ShapeEnv(allow_scalar_outputs=True, allow_dynamic_output_shape_ops=True)
+        self.shape_env = AssumingShapeEnv(True, allow_scalar_outputs=True, allow_dynamic_output_shape_ops=True)
         self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
+        self.decompose = Decompose()
         self.symbols = {name: sympy.Symbol(name, positive=True, integer=True) for name in hints}
         self._map: dict = {}
         self._cache: dict = {}

@@ -1,0 +1,198 @@
+"""The model's one recorded forward: which example inputs, at which sizes, in which dtype, and what it gives.
+
+Inputs come from `--input`, else the model's `atlas_inputs`, else discovery from the code and config
+(atlas.discover). The forward runs once on fake tensors with symbolic dims; where it fails for a dtype
+reason it is retried in the dtype the model declares (or bfloat16); where discovery offers other candidates
+(a rank, an optional input the error names), they are tried in turn. Where no symbolic run works, concrete
+probes give the shapes and one concrete run the equations. Every choice made is kept as a note, for the
+model page and for stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch import nn
+
+from atlas import inputs as inputs_mod
+from atlas import shapes as probes
+from atlas.i18n import msg
+from atlas.model import DimNames, ModelDoc, Shapes, ShapeStatus
+from atlas.trace import run as trace_run
+from atlas.trace import shapes as trace_shapes
+
+log = logging.getLogger("atlas")
+HINTS = (2, 6, 5, 7, 9)             # the symbolic run's sizes for declared inputs: distinct, never 0 or 1
+
+
+@dataclass
+class Choice:
+    """One set of example inputs to try, and why."""
+
+    texts: tuple[str, ...]
+    hints: dict
+    sources: tuple = ()             # (input text, the sentence saying where it came from)
+
+
+@dataclass
+class Outcome:
+    doc: ModelDoc
+    trace: object                   # atlas.trace.structures.Trace, or None
+    notes: list = field(default_factory=list)      # Text sentences: how the inputs were found, retries
+    failure: object = None          # a Text: why the model-level forward did not run, if it did not
+
+
+def _choices(model: nn.Module, declared, fixed: dict, bounds: dict) -> tuple[list[Choice], list]:
+    texts = tuple(declared or getattr(model, "atlas_inputs", None) or ())
+    if texts:
+        return [Choice(texts, {})], []
+    from atlas.discover import discover
+    disc = discover(model)
+    if disc.unresolved:
+        name, why = disc.unresolved[0]
+        return [], [msg("no example input for %(name)s: %(why)s", name=f"`{name}`", why=why)]
+    out = []
+    for t in disc.choices():
+        out.append(Choice(tuple(t), disc.hints(t), tuple((x, f.because) for x, f in zip(t, disc.inputs))))
+    return out, [disc]
+
+
+def _hints(specs, symbols, given: dict, bounds: dict) -> dict:
+    hints = {}
+    for i, s in enumerate(symbols):
+        h = given.get(s) or HINTS[min(i, len(HINTS) - 1)]
+        low, high = bounds.get(s, (None, None))
+        if low is not None:
+            h = max(h, low)
+        if high is not None:
+            h = min(h, high)
+        while h in hints.values() or h < 2:
+            h += 1
+        hints[s] = h
+    return hints
+
+
+@contextlib.contextmanager
+def _in_dtype(model: nn.Module, dtype: torch.dtype):
+    """The model's floating tensors in `dtype` for one run (cheap on the meta device), then as they were."""
+    saved = [(t, t.data) for t in list(model.parameters()) + list(model.buffers()) if t.is_floating_point()]
+    for t, data in saved:
+        t.data = data.to(dtype)
+    try:
+        yield
+    finally:
+        for t, data in saved:
+            t.data = data
+
+
+def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = probes.DEFAULT_BUDGET_BYTES,
+           fixed: dict | None = None, bounds: dict | None = None) -> Outcome:
+    """Shapes on every component, and the trace the equations read. `fixed`: symbols given a size (--dim T=64);
+    `bounds`: (low, high) per symbol (--dim T>=400)."""
+    from atlas.symbolic_run import dtype_error
+    fixed, bounds = dict(fixed or {}), dict(bounds or {})
+    vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
+    dim_names = DimNames(vocab.symbols, vocab.fixed)
+    choices, extra = _choices(model, declared, fixed, bounds)
+    if not choices:
+        reason = extra[0]
+        shapes = Shapes(ShapeStatus.NOT_DERIVED, reason=reason)
+        doc = replace(doc, components=tuple(replace(c, shapes=shapes) for c in doc.components), dims=dim_names)
+        return Outcome(doc, None, [], reason)
+    disc = extra[0] if extra else None
+    repeats = _repeat_groups(doc)
+    notes, first_error, trace = [], None, None
+    for choice in choices:
+        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(t), fixed) for t in choice.texts], vocab)
+        hints = _hints(specs, symbols, choice.hints, bounds)
+        trace = trace_run.symbolic(model, specs, hints, repeats)
+        if trace.error is not None and dtype_error(trace.error):
+            for name in (disc.retry_dtypes if disc else ("bfloat16",)):
+                with _in_dtype(model, getattr(torch, name)):
+                    retry = trace_run.symbolic(model, specs, hints, repeats)
+                if retry.error is None:
+                    notes.append(msg("recorded in %(dtype)s: in the model's own dtype the forward failed (%(error)s)",
+                                     dtype=name, error=trace.error))
+                    trace = retry
+                    trace.dtype = name
+                    break
+        if trace.error is None and trace.root is not None:
+            break
+        first_error = first_error or trace.error
+    texts = tuple(choice.texts)
+    if disc is not None:
+        for text, because in choice.sources:
+            notes.insert(0, msg("%(input)s, inferred: %(because)s", input=text, because=because))
+    if trace is not None and trace.error is None and trace.root is not None and trace.specialized:
+        # the code needs exact sizes for some symbols (a Python loop over positions): shapes from probes at
+        # several sizes, the equations from this run, checked at the sizes it was made at
+        notes.append(msg("the code needs exact values of %(symbols)s (it loops over them in Python), so its shapes "
+                         "come from forwards at several sizes", symbols=", ".join(trace.specialized)))
+        shaped = probes.derive(model, doc, list(texts), budget_bytes)
+        comps = []
+        for comp in shaped.components:               # parts the forward never calls get a record of their own
+            if trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
+                module = model.get_submodule(comp.module_paths[0])
+                comp = replace(comp, shapes=_own_record(model, module, comp, trace, vocab))
+            comps.append(comp)
+        shaped = replace(shaped, components=tuple(comps))
+        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes, None)
+    if trace is None or trace.error is not None or trace.root is None:
+        why = trace.error if trace is not None else None
+        shaped = probes.derive(model, doc, list(texts), budget_bytes)
+        probe = {s: probes.PROBE_VALUES[i][0] for i, s in enumerate(symbols)}
+        concrete = probes.concrete_record(model, specs, probe, budget_bytes)
+        failure = None
+        if all(c.shapes is None or c.shapes.status is not ShapeStatus.DERIVED for c in shaped.components[:1]):
+            failure = msg("the model's forward() did not run on the example inputs (%(error)s)",
+                          error=first_error or why or "?")
+        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), concrete, notes, failure)
+    comps = []
+    for comp in doc.components:
+        module = model.get_submodule(comp.module_paths[0])
+        call = trace_shapes.first_call_of(trace, model, comp.module_paths[0])
+        if call is not None:
+            shapes = trace_shapes.of_call(call, vocab, "fake")
+        else:
+            shapes = _own_record(model, module, comp, trace, vocab)
+        comps.append(replace(comp, shapes=shapes))
+    doc = replace(doc, components=tuple(comps), dims=dim_names, inputs=texts, input_notes=tuple(notes))
+    return Outcome(doc, trace, notes, None)
+
+
+def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:
+    """--dim T=64: the symbol is that size, not a symbol."""
+    if not fixed:
+        return spec
+    return inputs_mod.InputSpec(spec.name, spec.dtype, tuple(fixed.get(d, d) if isinstance(d, str) else d
+                                                              for d in spec.dims))
+
+
+def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shapes:
+    """A component the model's forward() never calls, recorded on example inputs of its own."""
+    own = getattr(module, "atlas_inputs", None) or probes.leaf_inputs(module)
+    not_called = Shapes(ShapeStatus.NOT_CALLED, method="fake",
+                        reason=msg("not called by the model's forward() with the example inputs"))
+    if not own or module is model:
+        return not_called
+    specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in own], vocab)
+    sub = trace_run.symbolic(module, specs, {s: HINTS[i] for i, s in enumerate(symbols)})
+    if sub.error is not None or sub.root is None or sub.specialized:
+        return not_called
+    trace.extra[comp.module_paths[0]] = sub
+    return trace_shapes.of_call(sub.root, vocab, "fake")
+
+
+def _repeat_groups(doc: ModelDoc) -> list[list[str]]:
+    """Module paths of identical entries of one list: all but the first may skip their run."""
+    groups = []
+    for comp in doc.components:
+        if comp.repeat < 2 or len(comp.module_paths) != comp.repeat:
+            continue
+        parents = {p.rpartition(".")[0] for p in comp.module_paths}
+        if len(parents) == 1 and all(p.rpartition(".")[2].isdigit() for p in comp.module_paths):
+            groups.append(list(comp.module_paths))
+    return groups
