@@ -15,37 +15,42 @@ EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2       # 1: stale pages, or equatio
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="atlas", description="Documentation pages generated from PyTorch model code.")
     sub = p.add_subparsers(dest="command", required=True)
-    input_help = ("an example input of the model's forward(), e.g. 'input_ids:int64[B,T]'; repeat for each; "
-                  "overrides the model's atlas_inputs")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]",
+                        help="an example input of the model's forward(), e.g. 'input_ids:int64[B,T]'; repeat for each; "
+                             "overrides the model's atlas_inputs and the inputs the atlas finds itself")
+    common.add_argument("--dim", action="append", metavar="SYMBOL=SIZE", type=_dim,
+                        help="fix a symbolic dim (T=64) or bound it (T>=400, T<=512); repeat for each")
+    common.add_argument("--strict", action="store_true",
+                        help="exit 1 when the model's own forward() does not run on the example inputs")
+    common.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
+                        help="largest instance materialized on the CPU to verify equations (default: 2)")
+    common.add_argument("--checkpoint", metavar="PATH",
+                        help="a checkpoint to reconcile with the code, without loading its weights: a .safetensors "
+                             "file, a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained directory")
     spec_help = "'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module (default: the LDLM)"
-    checkpoint_help = ("a checkpoint to reconcile with the code, without loading its weights: a .safetensors file, "
-                       "a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained directory")
-    b = sub.add_parser("build", help="generate pages into the docs folder, writing only what changed")
+    b = sub.add_parser("build", parents=[common], help="generate pages into the docs folder, writing only what changed")
     b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     b.add_argument("--docs", default="docs", help="docs folder (default: docs)")
-    b.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
-    b.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
-                   help="largest instance materialized on the CPU to verify equations (default: 2)")
-    b.add_argument("--checkpoint", metavar="PATH", help=checkpoint_help)
-    c = sub.add_parser("check", help="regenerate in memory and compare with the docs folder; exit 1 if stale")
+    c = sub.add_parser("check", parents=[common],
+                       help="regenerate in memory and compare with the docs folder; exit 1 if stale")
     c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
-    c.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
-    c.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
-                   help="largest instance materialized on the CPU to verify equations (default: 2)")
-    c.add_argument("--checkpoint", metavar="PATH", help=checkpoint_help)
-    d = sub.add_parser("describe", help="print the component tree")
+    d = sub.add_parser("describe", parents=[common], help="print the component tree")
     d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
     d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
     d.add_argument("--verify", action="store_true",
                    help="also run every component's equations against forward() (build and check always do)")
-    d.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]", help=input_help)
-    d.add_argument("--memory-budget", type=_gigabytes, default=2.0, metavar="GB",
-                   help="largest instance materialized on the CPU to verify equations (default: 2)")
-    d.add_argument("--checkpoint", metavar="PATH", help=checkpoint_help)
     return p
 
 
+def _dim(text: str) -> tuple:
+    """'T=64' -> ("fix", "T", 64); 'T>=400' -> ("min", "T", 400); 'T<=512' -> ("max", "T", 512)."""
+    import re
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=|>=|<=)\s*(\d+)\s*", text)
+    if not m or int(m.group(3)) < 1:
+        raise argparse.ArgumentTypeError(f"bad --dim {text!r}: expected SYMBOL=SIZE, SYMBOL>=SIZE or SYMBOL<=SIZE")
+    return ({"=": "fix", ">=": "min", "<=": "max"}[m.group(2)], m.group(1), int(m.group(3)))
 
 
 def _gigabytes(text: str) -> float:
@@ -63,9 +68,16 @@ def _settings(args):
     if args.checkpoint and len(getattr(args, "specs", ())) > 1:
         raise AtlasError(f"--checkpoint belongs to one model: give one SPEC, not {len(args.specs)}")
     site = mkdocs_settings(getattr(args, "mkdocs", "mkdocs.yml"))
+    dims = args.dim or []
+    bounds: dict = {}
+    for kind, sym, size in dims:
+        low, high = bounds.get(sym, (None, None))
+        bounds[sym] = (size, high) if kind == "min" else (low, size) if kind == "max" else (low, high)
     return Settings(tuple(args.input) if args.input else None, int(args.memory_budget * 1024**3),
                     site.get("site_url"), site.get("repo_url"), site.get("site_name", "Model Atlas"),
-                    verify=getattr(args, "verify", True), checkpoint=args.checkpoint)
+                    verify=getattr(args, "verify", True), checkpoint=args.checkpoint,
+                    fixed_dims=tuple((sym, size) for kind, sym, size in dims if kind == "fix"),
+                    dim_bounds=tuple((sym, lo, hi) for sym, (lo, hi) in bounds.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +131,20 @@ def _checkpoint_problems(docs) -> list[str]:
     return lines
 
 
+def _inputs_report(docs, strict: bool) -> int:
+    """On stderr: how each model's example inputs were found, and loudly, a forward that did not run."""
+    from atlas import i18n
+    failed = 0
+    for doc in docs:
+        for note in doc.input_notes:
+            print(f"atlas: {doc.name}: {i18n.render(note)}", file=sys.stderr)
+        if doc.forward_failure is not None:
+            failed += 1
+            print(f"atlas: {doc.name}: {i18n.render(doc.forward_failure)}; give example inputs with --input "
+                  "NAME:DTYPE[DIMS] (or atlas_inputs on the model)", file=sys.stderr)
+    return EXIT_STALE if strict and failed else EXIT_OK
+
+
 def _run(args) -> int:
     from atlas import pipeline as atlas_build
     from atlas import serialize
@@ -126,19 +152,21 @@ def _run(args) -> int:
 
     if args.command == "describe":
         doc = atlas_build.document(load(args.spec or DEFAULT_SPEC), _settings(args))
+        code = _inputs_report([doc], args.strict)
         if args.json:
             sys.stdout.write(serialize.dumps(serialize.as_dict(doc)))
         else:
-            for comp in doc.components:
-                depth = comp.id.count(".") + 1 if comp.id else 0
-                print(f"{'  ' * depth}{comp.name}  ×{comp.instances}  {comp.parameters_per_instance:,}")
-            t = doc.totals
-            print(f"total {t.parameters:,} (trained {t.trained:,}, frozen {t.frozen:,}); buffers {t.buffers:,}")
+            from atlas.describe_table import table
+            print(table(doc))
             if doc.checkpoint is not None:
                 print(_checkpoint_summary(doc))
-        return EXIT_OK
+        return code
     if args.command == "build":
-        generated, report = atlas_build.build(args.specs, args.docs, _settings(args))
+        generated = atlas_build.generate(args.specs, _settings(args))
+        if _inputs_report(generated.docs, args.strict) != EXIT_OK:
+            print("atlas: --strict: nothing written", file=sys.stderr)
+            return EXIT_STALE
+        report = atlas_build.write(generated, args.docs)
         names = ", ".join(d.name for d in generated.docs)
         _report(generated)
         for doc in generated.docs:
@@ -151,6 +179,7 @@ def _run(args) -> int:
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
     generated, diffs = atlas_build.check(args.specs, args.docs, _settings(args))
+    strict = _inputs_report(generated.docs, args.strict)
     problems = _checkpoint_problems(generated.docs)
     for line in problems:
         print(line, file=sys.stderr)
@@ -158,7 +187,7 @@ def _run(args) -> int:
         print(f"atlas: {len(diffs)} generated files differ from {args.docs}/; run `atlas build`:", file=sys.stderr)
         for d in diffs:
             print(f"  {d.status}: {d.path}", file=sys.stderr)
-    if diffs or problems:
+    if diffs or problems or strict:
         return EXIT_STALE
     for doc in generated.docs:
         if doc.checkpoint is not None:

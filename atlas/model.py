@@ -117,6 +117,16 @@ class EquationStatus(str, Enum):
 
 
 @dataclass(frozen=True)
+class Fact:
+    """A hyper-parameter read off the verified steps: 12 heads of 64 features, softcap 50, query/key norms."""
+
+    kind: str                       # "heads" | "kv_heads" | "head_features" | "softcap" | "qk_norm"
+    value: float | int | bool
+    file: str | None = None         # where the code computes with it
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class Equations:
     status: EquationStatus
     summary: tuple[str, ...] = ()
@@ -129,6 +139,7 @@ class Equations:
     symbols: tuple[MathSymbol, ...] = ()    # every symbol the lines refer to
     constants: tuple[str, ...] = ()         # lines stating constants once: ε = 10⁻⁵
     notations: tuple[tuple[str, str], ...] = ()   # (LaTeX, sentence) for notation the lines use (x^h)
+    facts: tuple[Fact, ...] = ()            # hyper-parameters read off the verified steps, with their lines
 
     def names(self) -> dict[str, str]:
         return {s.key: s.tex for s in self.symbols}

@@ -86,11 +86,7 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
                                    {s: (lo, hi) for s, lo, hi in settings.dim_bounds})
         doc, trace = replace(outcome.doc, forward_failure=outcome.failure), outcome.trace
         bar.update()
-    for note in doc.input_notes:
-        log.info("%s: %s", doc.name, note)
-    if doc.forward_failure is not None:
-        log.warning("%s: %s; give example inputs with --input NAME:DTYPE[DIMS] (or atlas_inputs on the model)",
-                    doc.name, doc.forward_failure)
+
     vocab = shapes.inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
                                          getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:
@@ -158,8 +154,11 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings()) ->
 def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
           settings: Settings = Settings()) -> tuple[Generated, site.SyncReport]:
     generated = generate(specs, settings)
-    report = site.sync(Path(docs_dir), generated.files, generated.folders)
-    return generated, report
+    return generated, write(generated, docs_dir)
+
+
+def write(generated: Generated, docs_dir: str | Path = "docs") -> site.SyncReport:
+    return site.sync(Path(docs_dir), generated.files, generated.folders)
 
 
 def check(specs: list[str] | None = None, docs_dir: str | Path = "docs",

@@ -174,7 +174,7 @@ HYPER = {"eps": msg("epsilon"), "p": msg("dropout probability"), "approximate": 
          "num_embeddings": msg("rows"), "embedding_dim": msg("features per row")}
 
 
-def claims_for(module: nn.Module, comp: Component, source: Source) -> tuple[Claim, ...]:
+def claims_for(module: nn.Module, comp: Component, source: Source, doc: ModelDoc | None = None) -> tuple[Claim, ...]:
     cls = type(module)
     found = _class_lines(cls)
     if found is None:
@@ -223,11 +223,91 @@ def claims_for(module: nn.Module, comp: Component, source: Source) -> tuple[Clai
         out.append(_claim(msg("forward() takes %(inputs)s and returns %(outputs)s, with the shapes shown above "
                               "at every probed input size.", inputs=ins, outputs=outs),
                           msg("shape probes"), source.file, src_file, span[0], span[1]))
+    arch = architecture_claim(doc, module, comp, source, src_file) if doc is not None else None
+    if arch is not None:
+        out.append(arch)
     if comp.repeat > 1:
         out.append(_claim(msg("The %(n)s instances at this position are structurally identical: same class, "
                               "hyper-parameters, parameter shapes and children.", n=comp.repeat),
                           msg("structure"), source.file, src_file, start, start + min(len(lines), HEADER_LINES) - 1))
     return tuple(out)
+
+
+def architecture_claim(doc: ModelDoc, module: nn.Module, comp: Component, source: Source,
+                       src_file: str) -> Claim | None:
+    """The hyper-parameters a block's verified steps compute with, each tied to its line; for a block that is one
+    of N, said of the part that repeats it (seed 002: "The latent encoder: 12 heads of 64 features, ...")."""
+    e = comp.equations
+    if e is None or not e.verification or not e.verification.verified or not comp.children:
+        return None
+    facts = {f.kind: f for f in e.facts}
+    if "heads" not in facts:
+        return None
+    items, lines = [], []
+
+    def add(text, line):
+        items.append(text)
+        if line is not None:
+            lines.append(line)
+
+    here = lambda f: f.line if f.file and Path(f.file).resolve() == Path(src_file).resolve() else None  # noqa: E731
+    h, d = facts["heads"], facts.get("head_features")
+    if "kv_heads" in facts:
+        add(msg("%(heads)s query heads and %(kv)s key/value heads of %(features)s features", heads=h.value,
+                kv=facts["kv_heads"].value, features=d.value if d else "?"), here(h))
+    else:
+        add(msg("%(heads)s heads of %(features)s features", heads=h.value, features=d.value if d else "?"), here(h))
+    if "qk_norm" in facts:
+        add(msg("query and key normalization"), here(facts["qk_norm"]))
+    if "softcap" in facts:
+        add(msg("softcap %(cap)s", cap=_show(facts["softcap"].value)), here(facts["softcap"]))
+    if comp.repeat > 1:
+        add(msgn("%(n)s layer", "%(n)s layers", comp.repeat), None)
+    mult = _mlp_multiplier(doc, comp)
+    if mult is not None:
+        add(msg("MLP multiplier %(m)s", m=mult), None)
+    rates = sorted({float(m.p) for m in module.modules() if isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0})
+    if rates:
+        add(msg("dropout %(p)s", p=", ".join(_show(r) for r in rates)), None)
+    eps = sorted({_eps_value(c) for c in e.constants if _eps_value(c) is not None})
+    if eps:
+        add(msg("ε = %(eps)s", eps=", ".join(_pretty_number(x) for x in eps)), None)
+    subject = doc.component(comp.parent) if comp.repeat > 1 and comp.parent is not None else comp
+    if not lines:
+        return None
+    return _claim(msg("%(part)s: %(facts)s.", part=subject.name, facts=tuple(items)),
+                  msg("equations verified"), source.file, src_file, min(lines), max(lines))
+
+
+def _mlp_multiplier(doc: ModelDoc, comp: Component) -> int | None:
+    """Width of the MLP's hidden layer over its input, from its first affine layer's parameter shape."""
+    for cid in comp.children:
+        child = doc.component(cid)
+        if not any(w in child.id.rsplit(".", 1)[-1].lower() for w in ("mlp", "ffn", "feed_forward", "feedforward")):
+            continue
+        for d in _descendants(doc, child):
+            row = next((r for r in d.rows if r.name == "weight" and len(r.factors) == 2), None)
+            if d.cls == "torch.nn.modules.linear.Linear" and row is not None:
+                fan_in, fan_out = row.factors
+                return fan_out // fan_in if fan_out % fan_in == 0 and fan_out > fan_in else None
+    return None
+
+
+def _eps_value(line: str) -> float | None:
+    """The value of ε a constant's line states, read from its symbol's key (c.eps.<value>)."""
+    import re
+    m = re.search(r"c\.eps\.([0-9.e+-]+)\}", line)
+    return float(m.group(1)) if m else None
+
+
+def _pretty_number(x: float) -> str:
+    """1e-05 -> 10⁻⁵, as the seed pages write ε."""
+    import math
+    k = round(math.log10(x)) if x > 0 else 0
+    if x > 0 and abs(x - 10.0 ** k) <= 1e-12 * x:
+        sup = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+        return "10" + str(k).translate(sup)
+    return _show(x)
 
 
 def _show(value) -> str:
@@ -290,7 +370,7 @@ def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> Mode
             continue
         source = replace(locate(found[2], repo_url), excerpts=excerpts(type(module)))
         comp = replace(comp, source=source)
-        comp = replace(comp, claims=claims_for(module, comp, source))
+        comp = replace(comp, claims=claims_for(module, comp, source, doc))
         out.append(comp)
     doc = replace(doc, components=tuple(out))
     return replace(doc, components=tuple(replace(c, explanation=explanation(doc, c)) for c in doc.components))

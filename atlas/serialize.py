@@ -12,7 +12,7 @@ from dataclasses import fields
 from atlas.equations.markup import plain
 from atlas.filters import calculation
 from atlas.model import (BufferRow, CheckpointReport, Claim, Component, ComponentCheck, Dim, DimNames, DtypeCount,
-                         EquationStatus, Equations, Excerpt, MathSymbol, Mismatch, ModelDoc, ParamRow, Published, Shapes,
+                         EquationStatus, Equations, Excerpt, Fact, MathSymbol, Mismatch, ModelDoc, ParamRow, Published, Shapes,
                          ShapeStatus, Source, Step, TensorShape, TiedCopy, Totals, Verification)
 
 SCHEMA_VERSION = 1
@@ -92,6 +92,11 @@ def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
             "component": component_dict(comp)}
 
 
+def _short(file: str | None) -> str | None:
+    """A file as pages name it: its name, never a machine's path."""
+    return file.replace("\\", "/").rsplit("/", 1)[-1] if file else file
+
+
 def _line(tex: str, names: dict) -> dict:
     """A line as plain LaTeX for readers, and with its symbol references (`markup`) for structure."""
     return {"tex": plain(tex, names), "markup": tex}
@@ -109,6 +114,7 @@ def equations_dict(e: Equations | None):
         "symbols": [{"key": s.key, "tex": s.tex, "kind": s.kind, "stream": s.stream} for s in e.symbols],
         "constants": [_line(t, names) for t in e.constants],
         "notations": [{**_line(t, names), "text": text} for t, text in e.notations],
+        "facts": [{"kind": f.kind, "value": f.value, "file": _short(f.file), "line": f.line} for f in e.facts],
         "aligned": e.aligned,
         "reason": e.reason,
         "residuals": e.residuals,
@@ -137,6 +143,7 @@ def equations_from(c: dict) -> Equations | None:
         tuple(MathSymbol(s["key"], s["tex"], s["kind"], s["stream"]) for s in e["symbols"]),
         tuple(x["markup"] for x in e["constants"]),
         tuple((x["markup"], x["text"]) for x in e["notations"]),
+        tuple(Fact(f["kind"], f["value"], f["file"], f["line"]) for f in e.get("facts", ())),
     )
 
 

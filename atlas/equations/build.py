@@ -29,6 +29,7 @@ from atlas.i18n import msg
 from atlas.trace.structures import Call, OpEvent, Ref, Size
 
 MAX_PURE_EVENTS = 24
+MAX_INLINE = 14                         # nodes of a pure child's expression that still read well inline
 _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)                    # a child with at most this many operations and no children is inlined
 
 
@@ -41,6 +42,7 @@ class Draft:
         self.value_of: dict[int, object] = {}       # id(node) -> the Value it computes
         self.section_of: dict[int, str | None] = {} # id(node) -> the section it was made in
         self.loops: set[int] = set()                # ids of Loop nodes (always steps)
+        self.hoist: set[int] = set()                # ids of nodes that are steps of their own (long expressions)
         self.naming: dict[int, str | None] = {}     # frame number -> section: frames whose variables name steps
         self.frames: set[int] = set()               # every user frame of the component and its sections
         self.outputs: list = []                     # output nodes, in order
@@ -132,6 +134,10 @@ class Builder:
         if short in DTYPE_METHODS:                      # x.float(): a cast even where it changed nothing here
             self.d.prog.dtypes.add(DTYPE_METHODS[short])
         result = self._constants(lower(ev, self.node_of))
+        if ev.site is not None:                         # where the code wrote it, for the claims read off the steps
+            for node in (result if isinstance(result, tuple) else (result,)):
+                if isinstance(node, Node) and not isinstance(node, Sym):
+                    node.meta.setdefault("site", (ev.site.file, ev.site.line))
         self._assign(ev.out, result, section)
 
     def _constants(self, result):
@@ -239,7 +245,7 @@ class Builder:
         if leaves.builder_for(c.module) is not None:               # a skipped entry too: no record needed
             if self._leaf(c, rel, section):
                 return
-        elif not c.skipped and depth == 0 and _composite(c.module):
+        elif not c.skipped and depth == 0 and _composite(c.module) and not rel.rsplit(".", 1)[-1].isdigit():
             title = self.title_of(c.path) or getattr(c.module, "atlas_name", None) or type(c.module).__name__
             d.section_attr[title] = c.path.rsplit(".", 1)[-1]
             d.naming[c.forward_frame] = title
@@ -250,6 +256,11 @@ class Builder:
         elif not c.skipped and _pure(c):
             d.frames |= c.frames                    # its variables may name a value used twice
             self._events(c, section, depth + 1)
+            for ref in outs:                        # a long expression is a step of its own, named by the child
+                node = d.env.get(ref.value.id)
+                if isinstance(node, Node) and not isinstance(node, Sym) and sum(1 for _ in node.walk()) > MAX_INLINE:
+                    node.meta.setdefault("hint", rel.rsplit(".", 1)[-1])
+                    d.hoist.add(id(node))
             return
         self._opaque(c, rel, section)
 

@@ -18,6 +18,7 @@ from atlas.equations import leaves, naming, override
 from atlas.equations.build import Builder
 from atlas.equations.leaves import Unsupported
 from atlas.equations.nodes import Sym
+from atlas.equations.ops_nn import Loop
 from atlas.equations.present import present
 from atlas.equations.program import Program, Step
 from atlas.equations.select import select
@@ -28,6 +29,7 @@ from atlas.model import Component, EquationStatus, Equations, ModelDoc, ShapeSta
 from atlas.trace.shapes import first_call_of, record_of
 
 log = logging.getLogger("atlas")
+_looped: dict = {}          # component id -> ids of the components its steps run as a chain (a loop over blocks)
 DEFAULT_BUDGET_BYTES = 2 * 1024**3
 
 
@@ -70,7 +72,7 @@ def leaf_program(module: nn.Module, call) -> Program:
     return prog
 
 
-def program_for(module: nn.Module, comp: Component, call, title_of=None) -> tuple[Program, EquationStatus]:
+def program_for(module: nn.Module, comp: Component, call, title_of=None, chained: bool = False) -> tuple[Program, EquationStatus]:
     lines = getattr(type(module), "atlas_equations", None)
     if lines:
         names = [t.name for t in comp.shapes.inputs]
@@ -84,13 +86,14 @@ def program_for(module: nn.Module, comp: Component, call, title_of=None) -> tupl
     b = Builder(call, module, title_of)
     draft = b.build()
     select(draft)
-    carried = _carried(comp, draft)
+    carried = _carried(comp, draft) if chained else None
     naming.name(draft.prog, draft, carried)
     return draft.prog, EquationStatus.DERIVED
 
 
 def _carried(comp: Component, draft) -> str | None:
-    """In a block that is one of N, the input it passes on: the first input shaped like its one output."""
+    """In a block that is one of N, run one after another, the input it passes on: the first input shaped like
+    its one output."""
     if comp.repeat < 2 or len(draft.output_values) != 1:
         return None
     out_shape = draft.output_values[0].shape
@@ -101,7 +104,7 @@ def _carried(comp: Component, draft) -> str | None:
 
 
 def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, budget_bytes: int,
-                  run: bool = True, title_of=None) -> tuple[Equations, str]:
+                  run: bool = True, title_of=None, chained: bool = False) -> tuple[Equations, str]:
     """The component's equations, and its summary sentence (a leaf's comes from the registry)."""
     if comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
         why = comp.shapes.reason if comp.shapes else msg("no shapes")
@@ -112,12 +115,14 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
         return Equations(EquationStatus.NOT_DERIVED, reason=msg("the record has no complete call of this component")), \
             comp.summary
     try:
-        prog, status = program_for(module, comp, call, title_of)
+        prog, status = program_for(module, comp, call, title_of, chained)
     except Unsupported as exc:
         return Equations(EquationStatus.NOT_DERIVED, reason=exc.reason), comp.summary
     sentence = prog.summary if prog.summary and not getattr(module, "atlas_summary", None) else comp.summary
     base = comp.module_paths[0]
     eq = present(prog, status, vocab, lambda rel: link_ids.get(f"{base}.{rel}" if base else rel))
+    _looped[comp.id] = {link_ids.get(f"{base}.{st.node.meta['link']}" if base else st.node.meta["link"])
+                        for st in prog.steps if isinstance(st.node, Loop)}
     if not run:
         return eq, sentence
     rec = record_of(trace, comp.module_paths[0])
@@ -130,11 +135,13 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DE
     """Derive every component's equations; with `run`, also check them against forward()."""
     link_ids = {path: c.id for c in doc.components for path in c.module_paths}
     names = {path: c.name for c in doc.components for path in c.module_paths}
-    out, failures = [], []
+    out, failures, chained = [], [], set()
     start = time.perf_counter()
-    for comp in doc.components:
+    for comp in doc.components:                 # parents first: a loop in the parent says its blocks are chained
         module = model.get_submodule(comp.module_paths[0])
-        equations, sentence = equations_for(module, comp, trace, link_ids, vocab, budget_bytes, run, names.get)
+        equations, sentence = equations_for(module, comp, trace, link_ids, vocab, budget_bytes, run, names.get,
+                                            comp.id in chained)
+        chained.update(_looped.pop(comp.id, ()))
         v = equations.verification
         if v is not None and is_mismatch(v):
             failures.append(f"{comp.id or '(model)'}: {v.reason}")

@@ -83,12 +83,32 @@ class Apply(Node):
     """Any other torch call, printed by its name and run as the same call: Apply(args, kwargs)."""
 
     def tex(self, p):
-        shown = [a for a in kids(self.args)]
+        args, kwargs = self.args
+        shown = [_arg_tex(p, a) for a in args] + [r"\mathrm{" + k.replace("_", r"\_") + "}{=}" + _arg_tex(p, v)
+                                                  for k, v in kwargs.items() if v is not None]
         name = self.meta["name"].replace("_", r"\_")
-        return r"\operatorname{" + name + r"}\!\left(" + r",\,".join(p.print(a) for a in shown) + r"\right)"
+        return r"\operatorname{" + name + r"}\!\left(" + r",\,".join(shown) + r"\right)"
 
     def run(self, ev, args, kwargs):
         return self.meta["func"](*args, **kwargs)
+
+
+def _arg_tex(p, x) -> str:
+    """An argument as the call received it: a node, a number, a size, a dtype, a tuple of those."""
+    import sympy
+    if isinstance(x, Node):
+        return p.print(x)
+    if isinstance(x, bool) or x is None:
+        return r"\mathrm{" + str(x) + "}"
+    if isinstance(x, (int, float)):
+        return Num(x).tex(p)
+    if isinstance(x, sympy.Basic):
+        return SizeOf(x).tex(p)
+    if isinstance(x, (tuple, list)):
+        return "(" + ",".join(_arg_tex(p, i) for i in x) + ")"
+    if isinstance(x, torch.dtype):
+        return r"\mathrm{" + str(x).removeprefix("torch.") + "}"
+    return r"\mathrm{" + str(x).replace("_", r"\_").replace("{", "").replace("}", "") + "}"
 
 
 class Call(Node):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sympy
 
 from atlas.equations import ops_math as m
+from atlas.equations.facts import facts
 from atlas.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
 from atlas.equations.ops_nn import Attention, Call, Loop
 from atlas.equations.ops_tensor import Heads, MergeHeads
@@ -135,7 +136,7 @@ def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations
         used.update(_keys(tex))
     symbols = tuple(MathSymbol(k, s.tex or k, s.kind, s.stream) for k, s in prog.symbols.items() if k in used)
     return Equations(status, summary, tuple(steps), prog.leaf, None, None, residuals(prog), normalizes(prog),
-                     symbols, constants if not prog.leaf else (), notes)
+                     symbols, constants if not prog.leaf else (), notes, facts(prog))
 
 
 def _keys(line: str) -> list[str]:

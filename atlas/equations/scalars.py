@@ -149,10 +149,9 @@ def value_of(node) -> float | None:
     """Evaluate a rebuilt scalar expression with plain Python numbers."""
     if isinstance(node, Num):
         return node.value
-    try:
-        args = [value_of(a) for a in node.args]
-    except TypeError:
-        return None
+    if not isinstance(node, Node) or not all(isinstance(a, Node) for a in node.args):
+        return None                                 # a symbol, a size, or settings: not a plain number
+    args = [value_of(a) for a in node.args]
     if any(a is None for a in args):
         return None
     fns = {m.Add: lambda a, b: a + b, m.Sub: lambda a, b: a - b, m.Mul: lambda a, b: a * b,

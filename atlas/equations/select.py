@@ -66,6 +66,8 @@ def select(d: Draft) -> None:
             chosen[id(node)] = (name, "loop")
         elif name is not None:
             chosen[id(node)] = (name, "named")
+        elif id(node) in d.hoist:
+            chosen[id(node)] = (node.meta.get("hint"), "long")
     passed = {id(a) for n in ordered if isinstance(n, (Loop, Call)) for a in kids(n.args[1:])}
     for node in ordered:
         if id(node) not in chosen and (counts.get(id(node), 0) >= 2 or id(node) in passed) \

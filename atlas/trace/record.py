@@ -191,7 +191,7 @@ class Recorder(TorchFunctionMode):
         if (name.startswith("Tensor.") and short in _DESCRIBE) or short in _QUERIES:
             return func(*args, **kwargs)
         site, frame = self._site()
-        out = func(*args, **kwargs)
+        out = _call(func, short, args, kwargs)
         inplace = short in _INPLACE_DUNDERS or (short.endswith("_") and not short.endswith("__"))
         self.paused += 1
         try:
@@ -357,6 +357,21 @@ class Recorder(TorchFunctionMode):
             for i, tensor in enumerate(_tensors(t)):
                 v = self.new_value(tensor, "input", attr=name if isinstance(t, torch.Tensor) else f"{name}[{i}]")
                 v.names.append((0, v.attr, 0, True))
+
+
+_RECURRENT = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+
+
+def _call(func, short: str, args, kwargs):
+    """Run a torch call. A recurrent kernel whose C++ needs concrete sizes runs as its Python decomposition,
+    so a symbolic record can go through an LSTM."""
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError as exc:
+        if short not in _RECURRENT or "symbolic sizes" not in str(exc):
+            raise
+        from torch._decomp import decomposition_table
+        return decomposition_table[getattr(torch.ops.aten, short).input](*args, **kwargs)
 
 
 def _refs(x) -> list:

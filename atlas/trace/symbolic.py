@@ -23,7 +23,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._sympy.functions import CeilDiv, FloorDiv, Mod, PythonMod
 
 DECOMPOSE = {torch.ops.aten.constant_pad_nd.default}
-_NOT_SYMBOLIC = "SymIntArrayRef expected to contain only concrete integers"
+_NOT_SYMBOLIC = ("SymIntArrayRef expected to contain only concrete integers",
+                 "Cannot call numel() on tensor with symbolic sizes")      # recurrent kernels: run their decompositions
 _QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
 _HERE = Path(__file__).name
 
@@ -86,7 +87,7 @@ class Decompose(TorchDispatchMode):
         try:
             return func(*args, **kwargs)
         except RuntimeError as exc:
-            if _NOT_SYMBOLIC in str(exc) and func in decomposition_table:
+            if any(text in str(exc) for text in _NOT_SYMBOLIC) and func in decomposition_table:
                 self._note(func)
                 return decomposition_table[func](*args, **kwargs)
             raise

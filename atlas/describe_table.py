@@ -1,0 +1,50 @@
+"""`atlas describe` for a terminal: one line per component, in the manner of torchinfo, with named dims."""
+
+from __future__ import annotations
+
+from atlas.filters import compact_symbol
+from atlas.model import ModelDoc
+
+WIDTHS = (38, 26, 5, 15)
+
+
+def _dims(tensor) -> str:
+    return "[" + ", ".join(compact_symbol(d.symbol) if d.symbolic else str(d.value) for d in tensor.dims) + "]"
+
+
+def _output(comp, doc: ModelDoc) -> str:
+    s = comp.shapes
+    if s is None or s.status.value != "derived":
+        return "—" if s is None else s.status.value
+    outs = [_dims(t) for t in s.outputs]
+    return " ".join(outs) if outs else "—"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) < width else text[:width - 2] + "…"
+
+
+def table(doc: ModelDoc) -> str:
+    w = WIDTHS
+    head = f"{'Component':{w[0]}}{'Class':{w[1]}}{'×':>{w[2]}} {'Parameters':>{w[3]}}  Output"
+    lines = [head, "─" * (len(head) + 24)]
+    for comp in doc.components:
+        depth = comp.id.count(".") + 1 if comp.id else 0
+        name = _cut("  " * depth + comp.name, w[0])
+        cls = _cut(comp.cls.rsplit(".", 1)[-1], w[1])
+        lines.append(f"{name:{w[0]}}{cls:{w[1]}}{comp.instances:>{w[2]}} {comp.parameters_per_instance:>{w[3]},}  "
+                     f"{_output(comp, doc)}")
+    t = doc.totals
+    lines.append("─" * (len(head) + 24))
+    symbols = ", ".join(f"{s} {n}" for s, n in doc.dims.symbols if any(s in str(x) for x in doc.inputs))
+    lines.append(f"parameters {t.parameters:,} (trained {t.trained:,}, frozen {t.frozen:,}); buffers {t.buffers:,}")
+    with_shapes = sum(1 for c in doc.components if c.shapes and c.shapes.status.value == "derived")
+    derived = sum(1 for c in doc.components if c.equations and c.equations.status.value != "not derived")
+    verified = sum(1 for c in doc.components if c.equations and c.equations.verification
+                   and c.equations.verification.verified)
+    checked = any(c.equations and c.equations.verification is not None for c in doc.components)
+    lines.append(f"components {len(doc.components)}: shapes for {with_shapes}, equations for {derived}"
+                 + (f", verified for {verified}" if checked else " (run with --verify to check them)"))
+    if doc.inputs:
+        lines.append(f"inputs {' '.join(doc.inputs)}" + (f"  ({symbols})" if symbols else ""))
+    return "\n".join(lines)
