@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from atlas.i18n import Text, msgn
+
 _CONVS = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
 
 
@@ -50,10 +52,12 @@ class Stack:
             total *= layer.stride
         return total
 
-    def describe(self) -> str:
+    def describe(self) -> Text:
+        """The stack in words: 7 convs, kernels 10,3,3,3,3,2,2, strides 5,2,2,2,2,2,2."""
         ks = ",".join(str(layer.kernel) for layer in self.layers)
         ss = ",".join(str(layer.stride) for layer in self.layers)
-        return f"{len(self.layers)} convs, kernels {ks}, strides {ss}"
+        return msgn("%(n)s conv, kernel %(kernels)s, stride %(strides)s",
+                    "%(n)s convs, kernels %(kernels)s, strides %(strides)s", len(self.layers), kernels=ks, strides=ss)
 
 
 def layer_of(path: str, conv: nn.Module, axis: int) -> Layer:

@@ -10,9 +10,11 @@ Sources, in order:
    in_features, a Conv's channels, an Embedding's indices, a LayerNorm's width, an RNN's input_size.
 
 Each input is the text form `name:dtype[dims]` of atlas/inputs.py, with candidates in the order to try
-them, and the sentence that says where it came from. Symbols: B batch, T positions, and H, W only where
-an image may have any size. Conv front-ends bound their symbol from below (wav2vec2: T >= 400), the
-config's position limits from above; windows and chunks in the config raise the size hint of T.
+them, and the sentence that says where it came from (a Text of atlas.i18n, rendered in the page's
+language; config fields, names and values stay as code in it). Symbols: B batch, T positions, and H, W
+only where an image may have any size. Conv front-ends bound their symbol from below (wav2vec2:
+T >= 400), the config's position limits from above; windows and chunks in the config raise the size
+hint of T.
 Nothing here runs the model: atlas/symbolic_run.py tries the candidates.
 """
 
@@ -28,6 +30,7 @@ from torch.nn.parameter import is_lazy
 
 from atlas import conv_limits
 from atlas.first_consumer import first_consumer
+from atlas.i18n import Text, msg, msgn
 from atlas.inputs import parse_input
 from atlas.layer_inputs import Candidate, candidates
 
@@ -45,14 +48,14 @@ class Bound:
     minimum: int | None = None
     maximum: int | None = None
     hint: int | None = None
-    because: str = ""
+    because: Text | str = ""
 
 
 @dataclass(frozen=True)
 class Found:
     name: str
     candidates: tuple[str, ...]            # "name:dtype[dims]", the first preferred
-    because: str
+    because: Text                          # where it came from, in the active language when rendered
     low: int | None = None                 # integer inputs take values in [low, high)
     high: int | None = None
 
@@ -67,8 +70,8 @@ class Discovery:
     bounds: tuple[Bound, ...] = ()
     dtype: str = "float32"                 # the floating dtype of the model's parameters
     retry_dtypes: tuple[str, ...] = ()     # to retry in when a forward fails for a dtype reason
-    dtype_because: str = ""
-    unresolved: tuple[tuple[str, str], ...] = field(default_factory=tuple)   # (parameter, why not)
+    dtype_because: Text | str = ""
+    unresolved: tuple[tuple[str, Text], ...] = field(default_factory=tuple)  # (parameter, why not)
     also: tuple[str, ...] = ()             # optional parameters included on request (see discover)
 
     def texts(self) -> tuple[str, ...]:
@@ -109,20 +112,42 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
     params = _parameters(model)
     found: list[Found] = []
     bounds: list[Bound] = []
-    unresolved: list[tuple[str, str]] = []
+    unresolved: list[tuple[str, Text]] = []
     for i, (name, why) in enumerate(_needed(model, params, config, also)):
         result = _by_convention(name, model, config, dtype)
         if result is None:
             result = _by_layer(name, model, dtype, main=i == 0)
         if not isinstance(result, tuple):
-            unresolved.append((name, f"{why}, but {result or 'no convention or layer says its shape'}"))
+            reason = result or msg("no convention or layer says its shape")
+            unresolved.append((name, msg("%(why)s, but %(reason)s", why=why, reason=reason)))
             continue
         cands, because, low, high, bs = result
-        found.append(Found(name, tuple(cands), f"{why}; {because}", low, high))
+        found.append(Found(name, tuple(cands), _joined(why, because), low, high))
         bounds += bs
     if any("T" in parse_input(f.text).dims for f in found):
         bounds += _window_bounds(config)
     return Discovery(tuple(found), _merge(bounds), dtype, retry, dtype_because, tuple(unresolved), tuple(also))
+
+
+def _code(name: str) -> str:
+    return f"`{name}`"
+
+
+def _field(name: str) -> str:
+    return f"config.{name}"
+
+
+def _setting(name: str, value) -> str:
+    """A config field and its value, as code: "config.vocab_size = 128"."""
+    return f"config.{name} = {value}"
+
+
+def _joined(first, *then) -> Text:
+    """Reasons one after another, as one sentence: "`input_ids` is the model's main_input_name; token ids ..."."""
+    out = first
+    for part in then:
+        out = msg("%(first)s; %(then)s", first=out, then=part)
+    return out
 
 
 # -- which parameters ---------------------------------------------------------------------------------------
@@ -135,28 +160,32 @@ def _parameters(model: nn.Module) -> list[inspect.Parameter]:
     return [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def _needed(model, params, config, also) -> list[tuple[str, str]]:
+def _needed(model, params, config, also) -> list[tuple[str, Text]]:
     names = [p.name for p in params]
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, Text]] = []
 
-    def add(name: str, why: str) -> None:
+    def add(name: str, why: Text) -> None:
         if name in names and name not in [n for n, _ in out]:
             out.append((name, why))
 
     main = getattr(model, "main_input_name", None)
     if isinstance(main, str):
-        add(main, f"`{main}` is the model's main_input_name")
+        add(main, msg("%(name)s is the model's %(attribute)s", name=_code(main), attribute="main_input_name"))
     for p in params:
         if p.default is p.empty:
-            add(p.name, f"`{p.name}` is a required forward() parameter")
+            add(p.name, msg("%(name)s is a required %(function)s parameter", name=_code(p.name), function="forward()"))
     if config is not None and getattr(config, "is_encoder_decoder", False):
-        add("decoder_input_ids", "an encoder-decoder (config.is_encoder_decoder) needs `decoder_input_ids`")
+        add("decoder_input_ids", msg("an encoder-decoder (%(field)s) needs %(name)s",
+                                     field=_field("is_encoder_decoder"), name=_code("decoder_input_ids")))
     for name in also:
-        add(name, f"`{name}` was added after a forward without it failed")
+        add(name, msg("%(name)s was added after a forward without it failed", name=_code(name)))
     if not out and params:
         first = next((p for p in params if "Tensor" in str(p.annotation)), params[0])
-        add(first.name, f"`{first.name}` is forward()'s first {'tensor ' if 'Tensor' in str(first.annotation) else ''}"
-                        "parameter (none is required)")
+        why = (msg("%(name)s is %(function)s's first tensor parameter (none is required)", name=_code(first.name),
+                   function="forward()") if "Tensor" in str(first.annotation) else
+               msg("%(name)s is %(function)s's first parameter (none is required)", name=_code(first.name),
+                   function="forward()"))
+        add(first.name, why)
     return out
 
 
@@ -166,10 +195,11 @@ def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], str]:
+def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], Text]:
     floats = [t.dtype for t in itertools.chain(model.parameters(), model.buffers()) if t.is_floating_point()]
     current = _name(max(set(floats), key=floats.count)) if floats else "float32"
-    because = f"the parameters are {current}" if floats else "the model has no floating parameters"
+    because = (msg("the parameters are %(dtype)s", dtype=current) if floats
+               else msg("the model has no floating parameters"))
     declared = None
     attr = "dtype" if config is not None and "dtype" in dir(config) else "torch_dtype"   # torch_dtype warns
     value = getattr(config, attr, None) if config is not None else None
@@ -179,7 +209,7 @@ def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], str]:
     retry: list[str] = []
     if declared and declared != current:
         retry.append(declared)
-        because += f"; config.{attr} declares {declared}"
+        because = _joined(because, msg("%(field)s declares %(dtype)s", field=_field(attr), dtype=declared))
     if current != "bfloat16" and "bfloat16" not in retry:
         retry.append("bfloat16")
     return current, tuple(retry), because
@@ -220,20 +250,26 @@ def _by_convention(name, model, config, dtype):
             return None
         limit_fields = ("max_target_positions", *_TEXT_LIMITS) if name.startswith("decoder") else _TEXT_LIMITS
         limit, limit_name = _cfg(config, *limit_fields)
-        bounds = [Bound("T", maximum=limit, because=f"config.{limit_name} = {limit}")] if isinstance(limit, int) else []
-        return ([_text(name, "int64", ("B", "T"))], f"token ids below config.{field_name} = {vocab}", 0, vocab, bounds)
+        bounds = []
+        if isinstance(limit, int):
+            bounds.append(Bound("T", maximum=limit, because=msg("at most %(setting)s",
+                                                                 setting=_setting(limit_name, limit))))
+        return ([_text(name, "int64", ("B", "T"))],
+                msg("token ids below %(setting)s", setting=_setting(field_name, vocab)), 0, vocab, bounds)
     if name == "token_type_ids":
         types, t_field = _cfg(config, "type_vocab_size")
         types = types if isinstance(types, int) and types > 0 else 2
-        why = f"segment ids below config.{t_field} = {types}" if t_field else "segment ids 0 or 1"
+        why = (msg("segment ids below %(setting)s", setting=_setting(t_field, types)) if t_field
+               else msg("segment ids 0 or 1"))
         return [_text(name, "int64", ("B", "T"))], why, 0, types, []
     if name in _MASKS:
-        return [_text(name, "int64", ("B", "T"))], "0/1 per position", 0, 2, []
+        return [_text(name, "int64", ("B", "T"))], msg("0/1 per position"), 0, 2, []
     if name == "inputs_embeds":
         width, field_name = _cfg(config, "hidden_size", "d_model", "n_embd")
         if not isinstance(width, int):
             return None
-        return [_text(name, dtype, ("B", "T", width))], f"width config.{field_name} = {width}", None, None, []
+        why = msg("width %(setting)s", setting=_setting(field_name, width))
+        return [_text(name, dtype, ("B", "T", width))], why, None, None, []
     if name == "pixel_values":
         return _pixels(name, model, config, dtype)
     if name == "input_features":
@@ -245,7 +281,8 @@ def _by_convention(name, model, config, dtype):
         channels, c_field = _cfg(config, "num_input_channels", "input_size")
         if isinstance(steps, int) and isinstance(channels, int):
             return ([_text(name, dtype, ("B", steps, channels))],
-                    f"config.{s_field} = {steps} steps of config.{c_field} = {channels} values", None, None, [])
+                    msg("%(steps)s steps of %(values)s values", steps=_setting(s_field, steps),
+                        values=_setting(c_field, channels)), None, None, [])
     return None
 
 
@@ -257,11 +294,14 @@ def _waveform(name, model, config, dtype):
     c = channels if isinstance(channels, int) else first_in
     stack = conv_limits.stack(model, 1, in_channels=c if c else 1) or first
     bounds = [_stack_bound("T", stack)] if stack else []
-    why = f"a raw waveform; {stack.describe()} set T >= {stack.minimum()}" if stack else "a raw waveform"
+    why = msg("a raw waveform")
+    if stack:
+        limit = f"T >= {stack.minimum()}"
+        why = _joined(why, msg("%(stack)s set %(limit)s", stack=stack.describe(), limit=limit))
     cands = [_text(name, dtype, ("B", "T")), _text(name, dtype, ("B", c or 1, "T"))]
     if channels is not None:                          # the config names the channels: that layout first
         cands.reverse()
-        why += f"; config.{c_field} = {channels}"
+        why = _joined(why, _setting(c_field, channels))
     return cands, why, None, None, bounds
 
 
@@ -278,13 +318,13 @@ def _window_bounds(config) -> list[Bound]:
                   if isinstance(v, int) and not isinstance(v, bool)]
         if values and max(values) > 1:
             out.append(Bound("T", hint=2 * max(values),
-                             because=f"twice config.{name} = {max(values)}"))
+                             because=msg("twice %(setting)s", setting=_setting(name, max(values)))))
     return out
 
 
 def _stack_bound(symbol: str, stack: conv_limits.Stack) -> Bound:
     return Bound(symbol, minimum=stack.minimum(1), hint=stack.minimum(2),
-                 because=f"{stack.describe()}: every conv output needs at least one position")
+                 because=msg("%(stack)s: every conv output needs at least one position", stack=stack.describe()))
 
 
 def _pixels(name, model, config, dtype):
@@ -294,7 +334,9 @@ def _pixels(name, model, config, dtype):
         if first is None:
             return None
         channels, c_field = model.get_submodule(first.layers[0].path).in_channels, None
-    c_why = f"config.{c_field} = {channels}" if c_field else f"{channels} channels of the first Conv2d"
+    c_why = (_setting(c_field, channels) if c_field else
+             msgn("%(n)s channel of the first %(layer)s", "%(n)s channels of the first %(layer)s", channels,
+                  layer="Conv2d"))
     size, s_field = _cfg(config, "image_size")
     patch, _ = _cfg(config, "patch_size")
     if size is not None:
@@ -303,9 +345,10 @@ def _pixels(name, model, config, dtype):
         table = _position_table(model, (h // ph) * (w // pw))
         if table is not None:
             fixed = _text(name, dtype, ("B", channels, h, w))
-            return ([fixed, _text(name, dtype, ("B", channels, "H", "W"))],
-                    f"{c_why}; {h}x{w} fixed by config.{s_field}, since `{table}` has one row per "
-                    f"{ph}x{pw} patch", None, None, [])
+            size, patch = f"{h}x{w}", f"{ph}x{pw}"
+            fixed_by = msg("%(size)s fixed by %(field)s, since %(table)s has one row per %(patch)s patch",
+                           size=size, field=_field(s_field), table=_code(table), patch=patch)
+            return [fixed, _text(name, dtype, ("B", channels, "H", "W"))], _joined(c_why, fixed_by), None, None, []
     bounds = []
     for axis, sym in enumerate(("H", "W")):
         stack = conv_limits.stack(model, 2, axis=axis, in_channels=channels)
@@ -314,7 +357,7 @@ def _pixels(name, model, config, dtype):
     cands = [_text(name, dtype, ("B", channels, "H", "W"))]
     if size is not None:                              # the configured size, should any size fail
         cands.append(_text(name, dtype, ("B", channels, *((size, size) if isinstance(size, int) else size))))
-    return (cands, f"{c_why}; any height and width (no position table tied to the image size)", None, None,
+    return (cands, _joined(c_why, msg("any height and width (no position table tied to the image size)")), None, None,
             bounds)
 
 
@@ -332,16 +375,19 @@ def _features(name, model, config, dtype):
         if stack is None:
             return None
         bins, b_field = model.get_submodule(stack.layers[0].path).in_channels, None
-    b_why = f"config.{b_field} = {bins} features" if b_field else f"{bins} channels of the first Conv1d"
+    b_why = (msg("%(setting)s features", setting=_setting(b_field, bins)) if b_field else
+             msgn("%(n)s channel of the first %(layer)s", "%(n)s channels of the first %(layer)s", bins,
+                  layer="Conv1d"))
     sources, _ = _cfg(config, "max_source_positions")
     variable = [_text(name, dtype, ("B", bins, "T")), _text(name, dtype, ("B", "T", bins))]
     bounds = [_stack_bound("T", stack)] if stack and stack.minimum() > 1 else []
     if isinstance(sources, int) and stack is not None:
         length = sources * stack.stride()
         strides = " x ".join(str(layer.stride) for layer in stack.layers)
-        return ([_text(name, dtype, ("B", bins, length)), *variable],
-                f"{b_why}; length {length} = config.max_source_positions ({sources}) x the conv strides "
-                f"({strides})", None, None, bounds)
+        fixed_by = msg("length %(length)s = %(field)s (%(positions)s) x the conv strides (%(strides)s)",
+                       length=str(length), field=_field("max_source_positions"), positions=str(sources),
+                       strides=strides)
+        return [_text(name, dtype, ("B", bins, length)), *variable], _joined(b_why, fixed_by), None, None, bounds
     return variable, b_why, None, None, bounds
 
 
@@ -351,13 +397,15 @@ def _by_layer(name, model, dtype, main: bool):
     if consumer is None or (consumer.how == "module order" and not main):
         return None
     if consumer.module is not None and any(is_lazy(p) for p in consumer.module.parameters(recurse=False)):
-        return f"the first layer it reaches, {type(consumer.module).__name__}, takes its sizes from that input"
+        return msg("the first layer it reaches, %(layer)s, takes its sizes from that input",
+                   layer=type(consumer.module).__name__)
     cands: list[Candidate] = candidates(consumer, model, dtype)
     if not cands:
         return None
     c = cands[0]
     bounds = [Bound(sym, minimum=least, hint=hint, because=why) for sym, least, hint, why in c.minimum]
-    return [_text(name, x.dtype, x.dims) for x in cands], f"from {c.because}", c.low, c.high, bounds
+    because = msg("from %(source)s", source=c.because)
+    return [_text(name, x.dtype, x.dims) for x in cands], because, c.low, c.high, bounds
 
 
 def _merge(bounds: list[Bound]) -> tuple[Bound, ...]:
@@ -370,6 +418,6 @@ def _merge(bounds: list[Bound]) -> tuple[Bound, ...]:
         lo = max((x for x in (old.minimum, b.minimum) if x is not None), default=None)
         hi = min((x for x in (old.maximum, b.maximum) if x is not None), default=None)
         hint = max((x for x in (old.hint, b.hint) if x is not None), default=None)
-        because = old.because if b.because in old.because else "; ".join(x for x in (old.because, b.because) if x)
+        because = old.because if b.because in old.because else _joined(*(x for x in (old.because, b.because) if x))
         out[b.symbol] = Bound(b.symbol, lo, hi, hint, because)
     return tuple(out.values())

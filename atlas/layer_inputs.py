@@ -13,6 +13,7 @@ from torch import nn
 
 from atlas import conv_limits
 from atlas.first_consumer import Consumer
+from atlas.i18n import Text, msg, msgn
 
 SPATIAL = {1: ("T",), 2: ("H", "W"), 3: ("D", "H", "W")}
 
@@ -21,10 +22,10 @@ SPATIAL = {1: ("T",), 2: ("H", "W"), 3: ("D", "H", "W")}
 class Candidate:
     dtype: str
     dims: tuple[str | int, ...]
-    because: str                                    # "from the first layer Linear(3, 3)"
+    because: Text                                   # "the first layer it reaches `fc1`, Linear(...): in_features = 3"
     low: int | None = None                          # integer values in [low, high)
     high: int | None = None
-    minimum: tuple[tuple[str, int, int, str], ...] = ()   # (symbol, least size, hint size, why)
+    minimum: tuple[tuple[str, int, int, Text], ...] = ()  # (symbol, least size, hint size, why)
 
 
 def _ranked(rank: int | None, options: list[tuple]) -> list[tuple]:
@@ -39,6 +40,15 @@ def _seq(batch_first: bool, width: int) -> tuple:
     return ("B", "T", width) if batch_first else ("T", "B", width)
 
 
+def _code(name: str) -> str:
+    return f"`{name}`"
+
+
+def _says(where: Text, setting: str) -> Text:
+    """The layer and the attribute that sizes its input: "..., Linear(3, 3): in_features = 3"."""
+    return msg("%(layer)s: %(setting)s", layer=where, setting=setting)
+
+
 def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[Candidate]:
     if consumer.module is None:
         return _functional(consumer, float_dtype)
@@ -46,39 +56,42 @@ def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[C
     rank = consumer.rank
     if isinstance(m, (nn.Embedding, nn.EmbeddingBag)):
         dims = _ranked(rank, [("B", "T"), ("B",)])
-        return [Candidate("int64", d, f"{where}: integer indices below num_embeddings = {m.num_embeddings}",
-                          0, m.num_embeddings) for d in dims]
+        setting = f"num_embeddings = {m.num_embeddings}"
+        because = msg("%(layer)s: integer indices below %(setting)s", layer=where, setting=setting)
+        return [Candidate("int64", d, because, 0, m.num_embeddings) for d in dims]
     if isinstance(m, nn.Linear):
-        return [Candidate(float_dtype, d, f"{where}: in_features = {m.in_features}")
+        return [Candidate(float_dtype, d, _says(where, f"in_features = {m.in_features}"))
                 for d in _ranked(rank, [("B", m.in_features), ("B", "T", m.in_features)])]
     if isinstance(m, nn.Bilinear):
-        return [Candidate(float_dtype, d, f"{where}: in1_features = {m.in1_features}")
+        return [Candidate(float_dtype, d, _says(where, f"in1_features = {m.in1_features}"))
                 for d in _ranked(rank, [("B", m.in1_features), ("B", "T", m.in1_features)])]
     if isinstance(m, (nn.modules.conv._ConvNd,)):
         return [_conv(m, consumer, model, float_dtype, where)]
     if isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
         shape = tuple(m.normalized_shape) if m.normalized_shape is not None else ()
-        return [Candidate(float_dtype, d, f"{where}: normalized_shape = {list(shape)}")
+        return [Candidate(float_dtype, d, _says(where, f"normalized_shape = {list(shape)}"))
                 for d in _ranked(rank, [("B", "T", *shape), ("B", *shape)])]
     if isinstance(m, nn.GroupNorm):
-        return [Candidate(float_dtype, d, f"{where}: num_channels = {m.num_channels}")
+        return [Candidate(float_dtype, d, _says(where, f"num_channels = {m.num_channels}"))
                 for d in _ranked(rank, [("B", m.num_channels, "T"), ("B", m.num_channels, "H", "W")])]
     if isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)):
         c = m.num_features
         options = {nn.BatchNorm1d: [("B", c), ("B", c, "T")], nn.InstanceNorm1d: [("B", c, "T")],
                    nn.BatchNorm3d: [("B", c, "D", "H", "W")], nn.InstanceNorm3d: [("B", c, "D", "H", "W")]}
         dims = next((v for k, v in options.items() if isinstance(m, k)), [("B", c, "H", "W")])
-        return [Candidate(float_dtype, d, f"{where}: num_features = {c}") for d in _ranked(rank, dims)]
+        return [Candidate(float_dtype, d, _says(where, f"num_features = {c}")) for d in _ranked(rank, dims)]
     if isinstance(m, nn.RNNBase):
-        order = "batch_first" if m.batch_first else "sequence first (batch_first=False)"
-        return [Candidate(float_dtype, _seq(m.batch_first, m.input_size),
-                          f"{where}: input_size = {m.input_size}, {order}")]
+        size = f"input_size = {m.input_size}"
+        because = (_says(where, f"{size}, batch_first") if m.batch_first else
+                   msg("%(layer)s: %(setting)s, sequence first (%(flag)s)", layer=where, setting=size,
+                       flag="batch_first=False"))
+        return [Candidate(float_dtype, _seq(m.batch_first, m.input_size), because)]
     if isinstance(m, nn.MultiheadAttention):
-        return [Candidate(float_dtype, _seq(m.batch_first, m.embed_dim), f"{where}: embed_dim = {m.embed_dim}")]
+        return [Candidate(float_dtype, _seq(m.batch_first, m.embed_dim), _says(where, f"embed_dim = {m.embed_dim}"))]
     if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
         attn = m.self_attn
         return [Candidate(float_dtype, _seq(attn.batch_first, attn.embed_dim),
-                          f"{where}: d_model = {attn.embed_dim}")]
+                          _says(where, f"d_model = {attn.embed_dim}"))]
     if isinstance(m, (nn.TransformerEncoder, nn.TransformerDecoder)) and len(m.layers):
         return candidates(Consumer(f"{consumer.path}.layers.0", m.layers[0], rank=rank), model, float_dtype)
     if isinstance(m, nn.Transformer):
@@ -86,19 +99,24 @@ def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[C
     return []
 
 
-def _label(consumer: Consumer) -> str:
+def _label(consumer: Consumer) -> Text:
+    """Which layer, and how it was found: "the first layer it reaches `fc1`, Linear(in_features=3, ...)"."""
     m = consumer.module
     text = f"{type(m).__name__}({m.extra_repr()})"
     if len(text) > 60:
         text = type(m).__name__
-    place = f" `{consumer.path}`" if consumer.path else ""
-    order = {"module order": "the first layer in module order",
-             "the model itself": "the model, a torch.nn layer"}.get(consumer.how, "the first layer it reaches")
-    return f"{order}{place}, {text}"
+    path = _code(consumer.path)
+    if consumer.how == "the model itself":
+        return msg("the model, a torch.nn layer, %(layer)s", layer=text)
+    if consumer.how == "module order":
+        return (msg("the first layer in module order %(path)s, %(layer)s", path=path, layer=text) if consumer.path
+                else msg("the first layer in module order, %(layer)s", layer=text))
+    return (msg("the first layer it reaches %(path)s, %(layer)s", path=path, layer=text) if consumer.path
+            else msg("the first layer it reaches, %(layer)s", layer=text))
 
 
 def _conv(m: nn.modules.conv._ConvNd, consumer: Consumer, model: nn.Module, float_dtype: str,
-          where: str) -> Candidate:
+          where: Text) -> Candidate:
     n = len(m.kernel_size)
     spatial = SPATIAL[n]
     minimum = []
@@ -108,22 +126,30 @@ def _conv(m: nn.modules.conv._ConvNd, consumer: Consumer, model: nn.Module, floa
             stack = stack or conv_limits.Stack((conv_limits.layer_of(consumer.path, m, axis),))
             least = stack.minimum(1)
             if least > 1:
-                minimum.append((sym, least, stack.minimum(2), f"{stack.describe()} from `{consumer.path}`"))
-    return Candidate(float_dtype, ("B", m.in_channels, *spatial), f"{where}: in_channels = {m.in_channels}",
+                why = (msg("%(stack)s from %(path)s", stack=stack.describe(), path=_code(consumer.path))
+                       if consumer.path else stack.describe())
+                minimum.append((sym, least, stack.minimum(2), why))
+    return Candidate(float_dtype, ("B", m.in_channels, *spatial), _says(where, f"in_channels = {m.in_channels}"),
                      minimum=tuple(minimum))
 
 
 def _functional(consumer: Consumer, float_dtype: str) -> list[Candidate]:
     w, fn = consumer.weight, consumer.function
-    place = f" in `{consumer.path}`" if consumer.path else ""
+    call = f"F.{fn}"
+    if consumer.path:
+        call = msg("%(function)s in %(path)s", function=call, path=_code(consumer.path))
     if fn == "embedding":
-        return [Candidate("int64", d, f"F.embedding{place} on a {w.shape[0]}-row weight", 0, int(w.shape[0]))
-                for d in _ranked(consumer.rank, [("B", "T"), ("B",)])]
+        rows = int(w.shape[0])
+        because = msg("%(function)s on a %(rows)s-row weight", function=call, rows=rows)
+        return [Candidate("int64", d, because, 0, rows) for d in _ranked(consumer.rank, [("B", "T"), ("B",)])]
     if fn == "linear" and w.dim() == 2:
-        return [Candidate(float_dtype, d, f"F.linear{place}: weight has {w.shape[1]} input features")
-                for d in _ranked(consumer.rank, [("B", int(w.shape[1])), ("B", "T", int(w.shape[1]))])]
+        n = int(w.shape[1])
+        because = msgn("%(function)s: weight has %(n)s input feature", "%(function)s: weight has %(n)s input features",
+                       n, function=call)
+        return [Candidate(float_dtype, d, because) for d in _ranked(consumer.rank, [("B", n), ("B", "T", n)])]
     if fn in ("conv1d", "conv2d", "conv3d") and w.dim() >= 3:
-        n = w.dim() - 2
-        return [Candidate(float_dtype, ("B", int(w.shape[1]), *SPATIAL[n]),
-                          f"F.{fn}{place}: weight has {w.shape[1]} input channels")]
+        n = int(w.shape[1])
+        because = msgn("%(function)s: weight has %(n)s input channel", "%(function)s: weight has %(n)s input channels",
+                       n, function=call)
+        return [Candidate(float_dtype, ("B", n, *SPATIAL[w.dim() - 2]), because)]
     return []

@@ -53,7 +53,8 @@ def _choices(model: nn.Module, declared, fixed: dict, bounds: dict) -> tuple[lis
     disc = discover(model)
     if disc.unresolved:
         name, why = disc.unresolved[0]
-        return [], [msg("no example input for %(name)s: %(why)s", name=f"`{name}`", why=why)]
+        quoted = "`" + name + "`"
+        return [], [msg("no example input for %(name)s: %(why)s", name=quoted, why=why)]
     out = []
     for t in disc.choices():
         out.append(Choice(tuple(t), disc.hints(t), tuple((x, f.because) for x, f in zip(t, disc.inputs))))

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from atlas import conv_limits, symbolic_run
+from atlas import conv_limits, i18n, symbolic_run
 from atlas.discover import HINTS, discover
 
 
@@ -212,12 +212,32 @@ def test_data_dependent_branch_runs_on_fake_tensors_with_an_assumption():
     assert len(fake.assumed) == 1 and fake.assumed[0].startswith("Eq(u0, 1) = False (test_discover.py:")
 
 
+def test_sentences_render_in_spanish():
+    (x,) = _found(MLP()).inputs
+    wave = _found(Audio())
+    unresolved = discover(nn.Identity()).unresolved[0][1]
+    with i18n.language("es"):
+        assert i18n.render(x.because) == (
+            "`x` es un parámetro obligatorio de forward(); según la primera capa a la que llega, `fc1`, "
+            "Linear(in_features=3, out_features=3, bias=True): in_features = 3")
+        assert i18n.render(wave.bound("T").because) == "2 convoluciones, núcleos 10,3, pasos 5,2 desde `conv1`"
+        assert i18n.render(wave.dtype_because) == "los parámetros son float32"
+        assert i18n.render(unresolved) == (
+            "`input` es un parámetro obligatorio de forward(), pero ninguna convención ni capa indica su forma")
+    assert i18n.render(x.because) == x.because == (       # English, the source, is the Text's own str
+        "`x` is a required forward() parameter; from the first layer it reaches `fc1`, "
+        "Linear(in_features=3, out_features=3, bias=True): in_features = 3")
+    assert wave.bound("T").because == "2 convs, kernels 10,3, strides 5,2 from `conv1`"
+
+
 def test_conv_stack_minimum_matches_wav2vec2():
     layers = tuple(conv_limits.Layer(str(i), k, s, 1, 0)
                    for i, (k, s) in enumerate(zip((10, 3, 3, 3, 3, 2, 2), (5, 2, 2, 2, 2, 2, 2))))
     stack = conv_limits.Stack(layers)
     assert stack.minimum(1) == 400 and stack.length_out(400) == 1 and stack.length_out(399) == 0
     assert stack.minimum(2) == 720 and stack.length_out(720) == 2 and stack.stride() == 320
+    assert stack.describe() == "7 convs, kernels 10,3,3,3,3,2,2, strides 5,2,2,2,2,2,2"
+    assert conv_limits.Stack(layers[:1]).describe() == "1 conv, kernel 10, stride 5"
 
 
 # -- transformers models from config ---------------------------------------------------------------------------

@@ -45,19 +45,51 @@ def _retie(original: nn.Module, copy_: nn.Module) -> None:
             getattr(copy_.get_submodule(owner) if owner else copy_, store)[attr] = src
 
 
+_POOL_SIZE = 1_048_583                  # a prime: rows of any width start at different places in the pool
+
+
+def _pool(seed: int) -> torch.Tensor:
+    """One block of seeded uniform values in [-1, 1); every parameter of a checked copy is cut from it."""
+    cached = _POOLS.get(seed)
+    if cached is None:
+        gen = torch.Generator().manual_seed(seed)
+        cached = _POOLS[seed] = torch.rand(_POOL_SIZE, generator=gen, dtype=torch.float64) * 2 - 1
+    return cached
+
+
+_POOLS: dict = {}
+
+
+def _fill(t: torch.Tensor, pool: torch.Tensor, offset: int) -> None:
+    """Copy values from the pool into a tensor (cheaper than drawing random numbers for every element)."""
+    flat = t.view(-1)
+    n, start = flat.numel(), offset % _POOL_SIZE
+    done = 0
+    while done < n:
+        take = min(n - done, _POOL_SIZE - start)
+        flat[done:done + take].copy_(pool[start:start + take])
+        done += take
+        start = 0
+
+
 def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
-    """A CPU copy of one instance with values from a cheap seeded generator (not each layer's own init)."""
-    inst = copy.deepcopy(module).to_empty(device="cpu")
+    """A CPU copy of one instance with values cut from a seeded pool, not drawn by each layer's own init:
+    matrices uniform with variance 1/fan_in (as informative as normal), gains and biases near one."""
+    inst = copy.deepcopy(module)
+    inst.to(dtype) if any(t.device.type == "meta" for t in inst.parameters()) else None   # free on the meta device
+    inst = inst.to_empty(device="cpu")
     _retie(module, inst)
-    gen = torch.Generator().manual_seed(seed)
+    pool = _pool(seed)
+    offset = 0
     with torch.no_grad():
         for t in list(inst.parameters()) + list(inst.buffers()):
             if t.is_floating_point():
-                if t.dim() >= 2:    # uniform with variance 1/fan_in: as informative as normal, and cheaper
-                    bound = math.sqrt(3.0 / max(1, t.shape[-1]))
-                    t.uniform_(-bound, bound, generator=gen)
-                else:               # gains, biases, statistics: near one, never zero, never negative
-                    t.uniform_(0.8, 1.2, generator=gen)
+                _fill(t, pool, offset)
+                if t.dim() >= 2:
+                    t.mul_(math.sqrt(3.0 / max(1, t.shape[-1])))
+                else:                   # gains, biases, statistics: near one, never zero, never negative
+                    t.mul_(0.2).add_(1.0)
+                offset += 7919 * (t.numel() % 104_729 + 1)
             else:
                 t.zero_()
     return inst.to(dtype).eval()
