@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
     d.add_argument("--verify", action="store_true",
                    help="also run every component's equations against forward() (build and check always do)")
+    d.add_argument("--no-cost", action="store_true", help="leave out FLOPs and activation memory")
     return p
 
 
@@ -76,6 +77,7 @@ def _settings(args):
     return Settings(tuple(args.input) if args.input else None, int(args.memory_budget * 1024**3),
                     site.get("site_url"), site.get("repo_url"), site.get("site_name", "Model Atlas"),
                     verify=getattr(args, "verify", True), checkpoint=args.checkpoint,
+                    cost=not getattr(args, "no_cost", False),
                     fixed_dims=tuple((sym, size) for kind, sym, size in dims if kind == "fix"),
                     dim_bounds=tuple((sym, lo, hi) for sym, (lo, hi) in bounds.items()))
 

@@ -155,6 +155,12 @@ def claim_block(c, file: str) -> str:
     return f'{fence}python linenums="{c.start}"\n{c.excerpt}\n{fence}'
 
 
+def shown_in(c, src) -> bool:
+    """Whether a claim's lines are inside an excerpt the page's Code section already shows (then the claim
+    points there instead of repeating them)."""
+    return bool(src) and c.file == src.file and any(x.start <= c.start and c.end <= x.end for x in src.excerpts)
+
+
 def streams_in(e) -> list[str]:
     """The attention streams a page's equations use, in q, k, v order."""
     used = {s.stream for s in e.symbols if s.stream}
@@ -260,7 +266,53 @@ def checkpoint_format(r) -> str:
     return i18n.render(msg("safetensors") if r.format == "safetensors" else msg("torch state dict"))
 
 
+def cost_tex(expr: str) -> str:
+    """A cost formula in LaTeX, its coefficients grouped: 6{,}144\\,B\\,T^{2}+16{,}515{,}072\\,B\\,T."""
+    import sympy
+    e = sympy.sympify(expr)
+    terms = sympy.Add.make_args(sympy.expand(e))
+    parts = []
+    for term in sorted(terms, key=lambda t: (-sympy.Poly(t, *sorted(e.free_symbols, key=str)).total_degree()
+                                               if e.free_symbols else 0, str(t))):
+        coeff, rest = term.as_coeff_Mul()
+        body = "" if rest == 1 else sympy.latex(rest, mul_symbol="\\,")
+        num = _coeff_tex(coeff) if coeff != 1 or not body else ""
+        parts.append(num + ("\\," if num and body else "") + body)
+    return "+".join(parts).replace("+-", "-") if parts else "0"
+
+
+def _coeff_tex(c) -> str:
+    if c.is_Integer:
+        return tex_thousands(int(c))
+    if c.is_Rational:
+        return r"\tfrac{" + tex_thousands(int(c.p)) + "}{" + tex_thousands(int(c.q)) + "}"
+    return str(float(c))
+
+
+UNITS = ("", "k", "M", "G", "T", "P", "E")
+
+
+def si(value: float, unit: str) -> str:
+    """2207121408 FLOPs -> "2.21 GFLOPs"; 2048 bytes -> "2.05 kB" (decimal prefixes, the active locale's digits)."""
+    value = float(value)
+    step = 0
+    while abs(value) >= 1000 and step < len(UNITS) - 1:
+        value /= 1000
+        step += 1
+    return f"{i18n.decimal(value, 3)} {UNITS[step]}{unit}"
+
+
+def at_reference(expr: str, reference) -> float:
+    import sympy
+    e = sympy.sympify(expr)
+    return float(e.subs({sympy.Symbol(k): v for k, v in reference}))
+
+
 FILTERS = {
+    "percent": i18n.percent,
+    "cost_tex": cost_tex,
+    "si": si,
+    "at_reference": at_reference,
     "tensor_type": tensor_type,
     "finding_kind": finding_kind,
     "finding_detail": finding_detail,
@@ -271,6 +323,7 @@ FILTERS = {
     "title_text": title_text,
     "tree_item": tree_item,
     "streams_in": streams_in,
+    "shown_in": shown_in,
     "math": math,
     "plain_math": plain_math,
     "step_shape": step_shape,

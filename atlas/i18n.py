@@ -108,6 +108,14 @@ def number(n: int) -> str:
     return format_decimal(int(n), locale=code, group_separator=grouped)
 
 
+def decimal(x: float, digits: int = 3) -> str:
+    """A number with `digits` significant digits in the active locale: 2.21 (en), 2,21 (es)."""
+    from babel.numbers import format_decimal
+    places = max(0, digits - 1 - (len(str(int(abs(x)))) - 1 if abs(x) >= 1 else 0))
+    pattern = "0." + "0" * places if places else "0"
+    return format_decimal(x, pattern, locale=active() if active() != DEFAULT else "en_US")
+
+
 def percent(share: float) -> str:
     """A share with one decimal: 12.3% (en), 12,3 % (es)."""
     from babel.numbers import format_percent

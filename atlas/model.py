@@ -180,6 +180,25 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """What one forward costs, as sympy expressions in the input symbols (B, T, ...)."""
+
+    flops: str                      # contractions, 2 per multiply-add: one forward of one instance (or the model)
+    flops_causal: str | None = None     # the same with causal attention computing T(T+1)/2 pairs; None if none
+    activation_bytes: str = "0"     # saved for the backward pass (see README for what is assumed)
+    uncounted: tuple[str, ...] = ()     # operations whose arithmetic is not counted in `flops`
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    """Model-level figures at a stated reference size."""
+
+    reference: tuple[tuple[str, int], ...]      # (symbol, size): where the formulas are evaluated on pages
+    kv_cache_bytes_per_token: int | None = None     # keys and values a decoder caches per token, all layers
+    attention: str | None = None                 # how attention was computed in the record (for activations)
+
+
+@dataclass(frozen=True)
 class Component:
     """A position in the module tree, with structurally identical list entries collapsed."""
 
@@ -202,6 +221,7 @@ class Component:
     source: Source | None = None
     claims: tuple[Claim, ...] = ()
     explanation: tuple[str, ...] = ()
+    cost: Cost | None = None
 
     @property
     def parameters_total(self) -> int:
@@ -348,6 +368,8 @@ class ModelDoc:
     input_notes: tuple[str, ...] = ()            # how the inputs were found, and any retry the run needed
     forward_failure: str | None = None           # why the model-level forward did not run, if it did not
     checkpoint: CheckpointReport | None = None   # set when the build was given --checkpoint
+    cost: Cost | None = None                     # one forward of the whole model
+    cost_summary: CostSummary | None = None
     _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def component(self, cid: str) -> Component:

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from atlas import progress, provenance, recording, shapes, site
+from atlas import costing, progress, provenance, recording, shapes, site
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
@@ -65,6 +65,7 @@ class Settings:
     repo_url: str | None = None         # links to model code at its commit
     site_name: str = "Model Atlas"
     verify: bool = True                 # run every component's equations against forward()
+    cost: bool = True                   # FLOPs and activation memory (describe --no-cost leaves them out)
     fixed_dims: tuple = ()              # (symbol, size) pairs from --dim T=64
     dim_bounds: tuple = ()              # (symbol, low, high) from --dim T>=400
     checkpoint: str | None = None       # a checkpoint to reconcile with the code, read from its headers only
@@ -87,6 +88,8 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
         doc, trace = replace(outcome.doc, forward_failure=outcome.failure), outcome.trace
         bar.update()
 
+    if settings.cost:
+        doc = costing.enrich(loaded.model, doc, trace)
     vocab = shapes.inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
                                          getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:

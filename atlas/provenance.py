@@ -250,7 +250,7 @@ def architecture_claim(doc: ModelDoc, module: nn.Module, comp: Component, source
         if line is not None:
             lines.append(line)
 
-    here = lambda f: f.line if f.file and Path(f.file).resolve() == Path(src_file).resolve() else None  # noqa: E731
+    here = lambda f: f.line if f.file and f.file == Path(src_file).name else None  # noqa: E731
     h, d = facts["heads"], facts.get("head_features")
     if "kv_heads" in facts:
         add(msg("%(heads)s query heads and %(kv)s key/value heads of %(features)s features", heads=h.value,

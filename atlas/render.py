@@ -110,9 +110,47 @@ def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_nam
     }
 
 
+COST_TABLE_DEPTH = 2                   # the model's children and grandchildren; deeper ones on their own pages
+
+
+def _depth(doc: ModelDoc, comp) -> int:
+    depth = 0
+    while comp.parent is not None:
+        depth, comp = depth + 1, doc.component(comp.parent)
+    return depth
+
+
+def cost_rows(doc: ModelDoc) -> list:
+    """The FLOPs at the reference size of the components down to COST_TABLE_DEPTH, and their share of the
+    whole model's (a page weighs what its table does: a deep model's every leaf would not fit)."""
+    from types import SimpleNamespace
+
+    from atlas.filters import at_reference
+    if doc.cost is None or doc.cost_summary is None:
+        return []
+    ref = doc.cost_summary.reference
+    whole = at_reference(doc.cost.flops, ref)
+    rows = []
+    for comp in doc.components[1:]:
+        if comp.cost is None or _depth(doc, comp) > COST_TABLE_DEPTH:
+            continue
+        each = at_reference(comp.cost.flops, ref)
+        if each > 0 and whole > 0:
+            rows.append(SimpleNamespace(comp=comp, each=each, total=each * comp.instances,
+                                        share=each * comp.instances / whole))
+    return rows
+
+
 def model_context(doc: ModelDoc) -> dict:
+    from atlas.filters import at_reference
     here = paths.page_path(doc, doc.root)
+    ref = dict(doc.cost_summary.reference) if doc.cost_summary else {}
+    tokens = ref.get("B", 1) * ref["T"] if "T" in ref else None
     return {
+        "cost_rows": cost_rows(doc),
+        "tokens": tokens if doc.cost is not None else None,
+        "training_per_token": 3 * at_reference(doc.cost.flops, doc.cost_summary.reference) / tokens
+        if doc.cost is not None and tokens else None,
         "doc": doc,
         "comp": doc.root,
         "frozen_parts": pages.frozen_parts(doc),

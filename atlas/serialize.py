@@ -11,7 +11,7 @@ from dataclasses import fields
 
 from atlas.equations.markup import plain
 from atlas.filters import calculation
-from atlas.model import (BufferRow, CheckpointReport, Claim, Component, ComponentCheck, Dim, DimNames, DtypeCount,
+from atlas.model import (BufferRow, CheckpointReport, Claim, Component, ComponentCheck, Cost, CostSummary, Dim, DimNames, DtypeCount,
                          EquationStatus, Equations, Excerpt, Fact, MathSymbol, Mismatch, ModelDoc, ParamRow, Published, Shapes,
                          ShapeStatus, Source, Step, TensorShape, TiedCopy, Totals, Verification)
 
@@ -83,18 +83,25 @@ def component_dict(c: Component) -> dict:
         "claims": [{"text": x.text, "check": x.check, "file": x.file, "start": x.start, "end": x.end,
                     "excerpt": x.excerpt} for x in c.claims],
         "explanation": list(c.explanation),
+        "cost": cost_dict(c.cost),
     }
+
+
+def cost_dict(cost):
+    if cost is None:
+        return None
+    return {"flops": cost.flops, "flops_causal": cost.flops_causal, "activation_bytes": cost.activation_bytes,
+            "uncounted": list(cost.uncounted)}
+
+
+def cost_from(d):
+    return None if d is None else Cost(d["flops"], d["flops_causal"], d["activation_bytes"], tuple(d["uncounted"]))
 
 
 def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
     """The JSON published beside a component's page: the component, with its model and permalink."""
     return {"schema_version": SCHEMA_VERSION, "model": doc.name, "slug": doc.slug, "permalink": permalink,
             "component": component_dict(comp)}
-
-
-def _short(file: str | None) -> str | None:
-    """A file as pages name it: its name, never a machine's path."""
-    return file.replace("\\", "/").rsplit("/", 1)[-1] if file else file
 
 
 def _line(tex: str, names: dict) -> dict:
@@ -114,7 +121,7 @@ def equations_dict(e: Equations | None):
         "symbols": [{"key": s.key, "tex": s.tex, "kind": s.kind, "stream": s.stream} for s in e.symbols],
         "constants": [_line(t, names) for t in e.constants],
         "notations": [{**_line(t, names), "text": text} for t, text in e.notations],
-        "facts": [{"kind": f.kind, "value": f.value, "file": _short(f.file), "line": f.line} for f in e.facts],
+        "facts": [{"kind": f.kind, "value": f.value, "file": f.file, "line": f.line} for f in e.facts],
         "aligned": e.aligned,
         "reason": e.reason,
         "residuals": e.residuals,
@@ -196,6 +203,12 @@ def as_dict(doc: ModelDoc) -> dict:
         "totals": {
             "parameters": t.parameters, "trained": t.trained, "frozen": t.frozen,
             "buffers": t.buffers, "buffer_tensors": t.buffer_tensors,
+            "cost": cost_dict(doc.cost),
+        },
+        "cost_reference": None if doc.cost_summary is None else {
+            "sizes": dict(doc.cost_summary.reference),
+            "kv_cache_bytes_per_token": doc.cost_summary.kv_cache_bytes_per_token,
+            "attention": doc.cost_summary.attention,
         },
         "published": None if doc.published is None else {
             f.name: getattr(doc.published, f.name) for f in fields(Published)
@@ -237,6 +250,7 @@ def from_dict(data: dict) -> ModelDoc:
                 tuple(Excerpt(x["start"], x["end"], x["text"]) for x in c["source"]["excerpts"])),
             claims=tuple(Claim(x["text"], x["check"], x["file"], x["start"], x["end"], x["excerpt"]) for x in c["claims"]),
             explanation=tuple(c["explanation"]),
+            cost=cost_from(c.get("cost")),
         )
 
     t = data["totals"]
@@ -245,6 +259,10 @@ def from_dict(data: dict) -> ModelDoc:
         name=data["model"], slug=data["slug"], spec=data["spec"], cls=data["class"],
         components=tuple(comp(c) for c in data["components"]),
         totals=Totals(t["parameters"], t["trained"], t["frozen"], t["buffers"], t["buffer_tensors"]),
+        cost=cost_from(t.get("cost")),
+        cost_summary=None if data.get("cost_reference") is None else CostSummary(
+            tuple(data["cost_reference"]["sizes"].items()), data["cost_reference"]["kv_cache_bytes_per_token"],
+            data["cost_reference"]["attention"]),
         published=None if pub is None else Published(**pub),
         dims=DimNames(tuple((d["symbol"], d["name"]) for d in data["dims"]["symbols"]),
                       tuple((d["value"], d["label"]) for d in data["dims"]["fixed"])),

@@ -102,10 +102,19 @@ def test_failing_forward_is_documented_with_the_reason(tmp_path, capsys):
     assert "RuntimeError: this model refuses every input (models.py:" in page
 
 
-def test_no_inputs_still_builds(tmp_path, capsys):
+def test_inputs_discovered_from_the_first_layer(tmp_path, capsys):
     assert main(["build", fixture_spec("two_layer_mlp"), "--docs", str(tmp_path)]) == 0
-    assert "shapes not derived for 4" in capsys.readouterr().out
-    assert "no example inputs" in (tmp_path / "sequential" / "index.md").read_text()
+    captured = capsys.readouterr()
+    assert "shapes not derived for 0" in captured.out
+    assert "in_features = 3" in captured.err
+
+
+def test_undiscoverable_inputs_still_build(tmp_path, capsys):
+    assert main(["build", fixture_spec("graph_input"), "--docs", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "shapes not derived for 2" in captured.out
+    assert "graph" in captured.err
+    assert "no example inputs" in (tmp_path / "graphinput" / "index.md").read_text()
 
 
 def test_input_flag(capsys):

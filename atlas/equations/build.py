@@ -2,7 +2,8 @@
 
 Each recorded torch call is lowered to a node. A child module's call becomes, by what the child is:
 - a torch.nn leaf with registered equations: its expression, inlined where it is one line (x W + b);
-- a direct child of the documented component with children of its own code: its steps, as a section;
+- a direct child of the documented component with children of its own code, and no stack of blocks inside:
+  its steps, as a section;
 - a child of few operations and no children (pure math: an RMS norm): its expression, inlined;
 - anything else: the child's operator, linked to its page, and run as the real module when checked.
 A run of calls through every entry of a module list, each taking the previous one's result, is a loop.
@@ -245,7 +246,8 @@ class Builder:
         if leaves.builder_for(c.module) is not None:               # a skipped entry too: no record needed
             if self._leaf(c, rel, section):
                 return
-        elif not c.skipped and depth == 0 and _composite(c.module) and not rel.rsplit(".", 1)[-1].isdigit():
+        elif not c.skipped and depth == 0 and _composite(c.module) and not _holds_stack(c.module) \
+                and not rel.rsplit(".", 1)[-1].isdigit():
             title = self.title_of(c.path) or getattr(c.module, "atlas_name", None) or type(c.module).__name__
             d.section_attr[title] = c.path.rsplit(".", 1)[-1]
             d.naming[c.forward_frame] = title
@@ -421,6 +423,13 @@ def _is_object(x) -> bool:
 def _composite(module: nn.Module) -> bool:
     """A module of model code with children of its own: shown as a section of its parent's page."""
     return any(True for _ in module.children()) and not type(module).__module__.startswith("torch.nn")
+
+
+def _holds_stack(module: nn.Module) -> bool:
+    """A network of its own (a list of blocks somewhere inside): one linked step of its parent's page, not a
+    section, which is for a part of a block (its attention, its MLP)."""
+    return any(isinstance(m, (nn.ModuleList, nn.Sequential, nn.ModuleDict)) and any(_composite(k) for k in m.children())
+               for m in module.modules())
 
 
 def _pure(c: Call) -> bool:

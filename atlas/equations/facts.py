@@ -12,7 +12,9 @@ from atlas.model import Fact
 
 
 def _site(node) -> tuple:
-    return node.meta.get("site") or (None, None)
+    """(file name, line): the name only, so no page or JSON depends on where a machine keeps its files."""
+    file, line = node.meta.get("site") or (None, None)
+    return (file.replace("\\", "/").rsplit("/", 1)[-1] if file else None), line
 
 
 def facts(prog: Program) -> tuple[Fact, ...]:

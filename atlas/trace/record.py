@@ -77,6 +77,8 @@ class Recorder(TorchFunctionMode):
         super().__init__()
         self.model = model
         self.originals = originals or {}    # id(fake tensor) -> the model's own tensor it stands for
+        self.saved: dict = {}               # id(call) -> [(storage key, bytes)] autograd saved while it ran
+        self._weights: set = set()          # storages of parameters and buffers: weights, not activations
         self.to_size = to_size              # SymInt -> sympy expression in the input symbols
         self.values: list[Value] = []
         self.by_id: dict[int, Value] = {}
@@ -204,6 +206,11 @@ class Recorder(TorchFunctionMode):
             else:
                 enc_out = self._outputs(out, args, inplace)
             event = OpEvent(func, name, tuple(enc_args), enc_kwargs, enc_out, site, inplace)
+            if short == "dropout" and self.stack and isinstance(out, torch.Tensor):
+                p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+                if isinstance(p, (int, float)) and p > 0:      # training draws a mask of one byte per element
+                    self.saved.setdefault(id(self.stack[-1]), []).append(
+                        (("mask", id(event)), self.to_size(out.numel())))
             for ref in _refs(enc_out):
                 if ref.value.made_by is None and ref.value.kind == "op":
                     ref.value.made_by = event
@@ -293,6 +300,29 @@ class Recorder(TorchFunctionMode):
             self.paused -= 1
         return None
 
+    # -- what autograd saves for the backward pass ---------------------------------------------
+    def pack(self, t):
+        if isinstance(t, torch.Tensor) and self.stack:
+            try:
+                storage = t.untyped_storage()
+                key = storage._cdata
+                if key not in self._weights:
+                    self.saved.setdefault(id(self.stack[-1]), []).append((key, self.to_size(storage.nbytes())))
+            except (RuntimeError, NotImplementedError):    # a tensor without a storage of its own: nothing saved
+                pass
+        return t
+
+    @staticmethod
+    def unpack(t):
+        return t
+
+    def note_weights(self) -> None:
+        for _, _, _, t in self._owners.values():
+            try:
+                self._weights.add(t.untyped_storage()._cdata)
+            except (RuntimeError, NotImplementedError):
+                pass
+
     # -- names from user frames ---------------------------------------------------------------
     def _global_trace(self, frame, event, arg):
         if event != "call" or not self._is_user(frame.f_code):
@@ -363,15 +393,16 @@ _RECURRENT = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 
 
 def _call(func, short: str, args, kwargs):
-    """Run a torch call. A recurrent kernel whose C++ needs concrete sizes runs as its Python decomposition,
-    so a symbolic record can go through an LSTM."""
-    try:
-        return func(*args, **kwargs)
-    except RuntimeError as exc:
-        if short not in _RECURRENT or "symbolic sizes" not in str(exc):
-            raise
+    """Run a torch call. A recurrent kernel, whose C++ needs concrete sizes (and fixes them on the way before it
+    fails), runs as its Python decomposition when sizes are symbolic, so a symbolic record goes through an LSTM."""
+    if short in _RECURRENT and any(isinstance(s, torch.SymInt) for t in _tensors(args) for s in t.shape):
         from torch._decomp import decomposition_table
-        return decomposition_table[getattr(torch.ops.aten, short).input](*args, **kwargs)
+        # An input that needs gradients sends the decomposition through a Python loop over time, fixing T; the
+        # kernel's own saved activations are then not counted (the recorded layers around it still are).
+        args = (args[0].detach(), *args[1:]) if isinstance(args[0], torch.Tensor) else args
+        with torch.no_grad():
+            return decomposition_table[getattr(torch.ops.aten, short).input](*args, **kwargs)
+    return func(*args, **kwargs)
 
 
 def _refs(x) -> list:

@@ -36,15 +36,22 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
     inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
     with _fake_tensors(model, si.mode) as originals:
         rec = Recorder(model, si.expr, names=names, originals=originals)
+        rec.note_weights()
         error = None
-        with quiet(), _evaluation(model), _skipping(model, repeats, rec), torch.no_grad(), si.mode, si.decompose, rec:
+        # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
+        # the hooks); fake tensors make the whole run cost no memory either way
+        hooks = torch.autograd.graph.saved_tensors_hooks(rec.pack, rec.unpack)
+        with quiet(), _evaluation(model), _skipping(model, repeats, rec), torch.enable_grad(), hooks, si.mode, \
+                si.decompose, rec:
             rec.register_inputs(inputs)
             try:
                 _call(model, inputs)
             except Exception as exc:  # the record keeps every call that finished before it
                 error = where(exc)
-    return Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
-                 _working_dtype(model), error, specialized=tuple(si.specialized()))
+    trace = Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
+                  _working_dtype(model), error, specialized=tuple(si.specialized()))
+    trace.saved = rec.saved
+    return trace
 
 
 @contextlib.contextmanager
@@ -65,11 +72,16 @@ def _fake_tensors(model: nn.Module, mode):
                 store[name] = fake
                 swapped.append((store, name, t))
                 originals[id(fake)] = t
+    flat = [m for m in model.modules() if hasattr(m, "_init_flat_weights")]     # RNNs keep their own list
+    for m in flat:
+        m._init_flat_weights()
     try:
         yield originals
     finally:
         for store, name, t in swapped:
             store[name] = t
+        for m in flat:
+            m._init_flat_weights()
 
 
 def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -> Trace:

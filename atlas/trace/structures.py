@@ -108,6 +108,7 @@ class Trace:
     notes: tuple = ()               # how the run was made to work (a retry in bfloat16, a larger T)
     specialized: tuple = ()         # symbols the code needed as exact numbers, so the run fixed them
     extra: dict = field(default_factory=dict)   # module path -> its own record (a module the model never calls)
+    saved: dict = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward pass
 
     def first_calls(self) -> dict:
         """module path -> its first call in the run."""

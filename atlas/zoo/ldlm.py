@@ -311,6 +311,7 @@ class LDLM(nn.Module):
     def __init__(self, cfg: LDLMConfig = LDLMConfig()) -> None:
         super().__init__()
         self.cfg = cfg
+        self.atlas_reference_sizes = {"B": 1, "T": cfg.positions}            # where pages evaluate cost formulas
         self.atlas_fixed_dims = {                                               # labels for fixed sizes on pages
             "d": cfg.d, "heads": cfg.heads, "head features": cfg.head_features,
             "hidden": cfg.mlp_multiplier * cfg.d, "vocabulary": cfg.lm.vocab_size,

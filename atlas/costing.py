@@ -1,0 +1,85 @@
+"""Cost of every component, from the recorded forward: FLOPs (dense and causal), activation bytes, the operations
+not counted; and for the model, the KV-cache bytes per token and the sizes pages evaluate the formulas at."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy
+from torch import nn
+
+from atlas.model import Cost, CostSummary, ModelDoc
+from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
+from atlas.trace.shapes import first_call_of, record_of
+
+REFERENCE = {"B": 1, "T": 1024, "H": 224, "W": 224}
+POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions", "max_source_positions")
+
+
+def reference_sizes(model: nn.Module, symbols) -> tuple[tuple[str, int], ...]:
+    """Where pages evaluate the formulas: the model's `atlas_reference_sizes`, else B = 1 and T = 1024 (within
+    the config's position limit), images 224 × 224."""
+    declared = dict(getattr(model, "atlas_reference_sizes", None) or {})
+    config = getattr(model, "config", None)
+    limit = next((getattr(config, f) for f in POSITION_LIMITS if isinstance(getattr(config, f, None), int)), None)
+    out = []
+    for sym in symbols:
+        size = declared.get(sym, REFERENCE.get(sym, 16))
+        if sym == "T" and limit is not None and sym not in declared:
+            size = min(size, limit)
+        out.append((sym, int(size)))
+    return tuple(out)
+
+
+def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
+    if trace is None:
+        return doc
+    comps = {path: c for c in doc.components for path in c.module_paths}
+
+    def first_for(path: str):
+        comp = comps.get(path)
+        return first_call_of(trace, model, comp.module_paths[0]) if comp is not None else None
+
+    costs = Costs(first_for)
+    out, kv, itemsize = [], sympy.Integer(0), None
+    for comp in doc.components:
+        call = first_call_of(trace, model, comp.module_paths[0])
+        if call is None:
+            out.append(comp)
+            continue
+        flops, causal, uncounted = costs.of(call)
+        saved = record_of(trace, comp.module_paths[0]).saved
+        act = activation_bytes(call, saved, first_for)
+        out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
+                                           tuple(sorted(uncounted)))))
+        itemsize = itemsize or _itemsize(model)
+        per = kv_cache_bytes(call, itemsize)
+        if per is not None:
+            kv = kv + per * comp.instances
+    doc = replace(doc, components=tuple(out))
+    root = doc.root.cost
+    symbols = [str(s) for s in sorted(trace.symbols.values(), key=str)] if trace.symbols else []
+    order = [s for s, _ in doc.dims.symbols]
+    symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
+    summary = CostSummary(reference_sizes(model, symbols), int(kv) if kv != 0 and kv.is_Integer else None,
+                          _attention_kernel(trace))
+    return replace(doc, cost=root, cost_summary=summary)
+
+
+def _itemsize(model: nn.Module) -> int:
+    for p in model.parameters():
+        if p.is_floating_point():
+            return p.element_size()
+    return 4
+
+
+def _attention_kernel(trace) -> str | None:
+    """How attention ran in the record: a fused kernel (keeps a log-sum-exp, not the T×T weights) or written out."""
+    fused = written = False
+    for call in trace.root.calls() if trace.root is not None else ():
+        for ev in call.events:
+            if getattr(ev, "name", "") == "scaled_dot_product_attention":
+                fused = True
+            elif getattr(ev, "name", "") in ("softmax", "Tensor.softmax"):
+                written = True
+    return "fused" if fused and not written else "explicit" if written and not fused else "both" if fused else None

@@ -1,0 +1,190 @@
+"""What a forward costs, read off the same recorded calls the equations come from.
+
+FLOPs: every contraction (linear, matmul, bmm, addmm, convolution, attention, einsum) costs 2 · ∏(output
+dims) · (contracted dim): a multiply and an add per term, so these are FLOPs, not MACs. Elementwise operations,
+norms and softmax are not counted; their names are listed. Where attention is causal (`is_causal`), the
+count with the T(T+1)/2 query-key pairs a causal kernel computes stands beside the dense one.
+
+Activation memory: the bytes autograd saves for the backward pass, recorded as the forward runs (a
+saved-tensors hook), each storage counted once, weights excluded; dropout masks, which evaluation mode does
+not draw, at one byte per element, as training draws them.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from atlas.trace.structures import Call, OpEvent, Ref
+
+LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "expand_as", "contiguous",
+          "clone", "detach", "to", "float", "double", "half", "bfloat16", "long", "int", "bool", "type_as",
+          "__getitem__", "__setitem__", "split", "chunk", "unbind", "cat", "concat", "stack", "flatten", "narrow",
+          "repeat", "repeat_interleave", "arange", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
+          "empty", "empty_like", "tensor", "t", "T", "mT", "new_ones", "new_zeros", "new_full", "new_empty",
+          "item", "dropout", "embedding", "index_select", "gather", "masked_fill", "where", "tril", "triu", "pad",
+          "unfold", "roll", "flip", "select", "slice", "as_strided", "scatter", "sort", "argsort", "topk"}
+
+
+def _numel(shape) -> object:
+    out = sympy.Integer(1)
+    for s in shape:
+        out = out * s
+    return out
+
+
+def _shape(x):
+    return x.value.shape if isinstance(x, Ref) and x.value.shape is not None else None
+
+
+def _arg(ev: OpEvent, i: int, key: str):
+    if i < len(ev.args):
+        return ev.args[i]
+    return ev.kwargs.get(key)
+
+
+def _out(ev: OpEvent):
+    out = ev.out
+    while isinstance(out, (tuple, list)) and out:
+        out = out[0]
+    return _shape(out)
+
+
+def op_flops(ev: OpEvent):
+    """(dense FLOPs, causal FLOPs or None) of one recorded call; None where it is not a contraction."""
+    name = ev.name.removeprefix("Tensor.")
+    out = _out(ev)
+    if name in ("linear",):
+        w = _shape(_arg(ev, 1, "weight"))
+        return (2 * _numel(out) * w[-1], None) if out is not None and w is not None else None
+    if name in ("matmul", "__matmul__", "__rmatmul__", "mm", "bmm"):
+        a = _shape(ev.args[0]) if name != "__rmatmul__" else _shape(ev.args[1])
+        return (2 * _numel(out) * a[-1], None) if out is not None and a is not None else None
+    if name == "_grouped_mm":                         # mixture-of-experts: each token through its experts
+        a = _shape(ev.args[0])
+        return (2 * _numel(out) * a[-1], None) if out is not None and a is not None else None
+    if name in ("addmm", "baddbmm", "addbmm"):
+        a = _shape(ev.args[1])
+        return (2 * _numel(out) * a[-1], None) if out is not None and a is not None else None
+    if name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"):
+        w = _shape(_arg(ev, 1, "weight"))
+        if out is None or w is None:
+            return None
+        per = _numel(w[1:]) if not name.startswith("conv_transpose") else _numel(w[:1]) * _numel(w[2:])
+        return 2 * _numel(out) * per, None
+    if name == "scaled_dot_product_attention":
+        q, k, v = (_shape(_arg(ev, i, key)) for i, key in ((0, "query"), (1, "key"), (2, "value")))
+        if q is None or k is None or v is None:
+            return None
+        heads, s_q, d = q[-3], q[-2], q[-1]
+        batch = _numel(q[:-3])
+        s_k, d_v = k[-2], v[-1]
+        dense = 2 * batch * heads * s_q * s_k * (d + d_v)
+        causal = None
+        if bool(_arg(ev, 5, "is_causal")) and sympy.simplify(s_q - s_k) == 0:
+            causal = 2 * batch * heads * (s_q * (s_q + 1) / 2) * (d + d_v)
+        return dense, causal
+    if name == "einsum":
+        return _einsum(ev)
+    return None
+
+
+def _einsum(ev: OpEvent):
+    """2 · the product of every index's size, for a contraction (one output, at least one summed index)."""
+    spec = ev.args[0] if isinstance(ev.args[0], str) else None
+    operands = ev.args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
+        operands = operands[0]
+    if spec is None or "->" not in spec or "." in spec:
+        return None
+    ins, out = spec.replace(" ", "").split("->")
+    sizes = {}
+    for letters, op in zip(ins.split(","), operands):
+        shape = _shape(op)
+        if shape is None or len(shape) != len(letters):
+            return None
+        sizes.update(zip(letters, shape))
+    if not set(sizes) - set(out):
+        return None
+    return 2 * _numel(sizes.values()), None
+
+
+def activation_bytes(call: Call, saved: dict, first_call_for) -> object:
+    """Bytes saved for the backward pass by one call and everything under it, each storage once."""
+    seen: dict = {}
+
+    def walk(c: Call):
+        if c.skipped:
+            first = first_call_for(c.path)
+            if first is not None and first is not c:
+                for key, nbytes in _subtree(first, saved, first_call_for).items():
+                    seen[(id(c), key)] = nbytes          # another instance: its own copies of the same shapes
+            return
+        for key, nbytes in saved.get(id(c), ()):
+            seen.setdefault(key, nbytes)
+        for ev in c.events:
+            if isinstance(ev, Call):
+                walk(ev)
+
+    walk(call)
+    return sympy.expand(sum(seen.values(), sympy.Integer(0)))
+
+
+def _subtree(call: Call, saved: dict, first_call_for) -> dict:
+    out: dict = {}
+    for key, nbytes in saved.get(id(call), ()):
+        out.setdefault(key, nbytes)
+    for ev in call.events:
+        if isinstance(ev, Call) and not ev.skipped:
+            out.update(_subtree(ev, saved, first_call_for))
+    return out
+
+
+class Costs:
+    """Per call: FLOPs (dense, causal), the op names not counted; per call and below, with repeated calls
+    that were not run counted as their first instance."""
+
+    def __init__(self, first_call_for) -> None:
+        self.first_call_for = first_call_for        # module path of a skipped entry -> the first entry's call
+        self._memo: dict[int, tuple] = {}
+
+    def of(self, call: Call) -> tuple:
+        """(flops, causal flops or None, uncounted op names) of one call and everything under it."""
+        if id(call) in self._memo:
+            return self._memo[id(call)]
+        if call.skipped:
+            first = self.first_call_for(call.path)
+            result = self.of(first) if first is not None and first is not call else (sympy.Integer(0), None, set())
+            self._memo[id(call)] = result
+            return result
+        dense, causal, any_causal, uncounted = sympy.Integer(0), sympy.Integer(0), False, set()
+        for ev in call.events:
+            if isinstance(ev, Call):
+                d, c, u = self.of(ev)
+                dense, causal, uncounted = dense + d, causal + (c if c is not None else d), uncounted | u
+                any_causal = any_causal or c is not None
+                continue
+            counted = op_flops(ev)
+            if counted is None:
+                name = ev.name.removeprefix("Tensor.")
+                if name not in LAYOUT and not name.startswith("_"):
+                    uncounted.add(name.strip("_").removeprefix("r") if name.startswith("__r") else name.strip("_"))
+                continue
+            d, c = counted
+            dense, causal = dense + d, causal + (c if c is not None else d)
+            any_causal = any_causal or c is not None
+        result = (sympy.expand(dense), sympy.expand(causal) if any_causal else None, uncounted)
+        self._memo[id(call)] = result
+        return result
+
+
+def kv_cache_bytes(call: Call, itemsize: int) -> object | None:
+    """Keys and values a causal self-attention keeps per token, from the key and value sizes of its own attention
+    call (a call made by this module itself, not by a child)."""
+    for ev in call.events:
+        if isinstance(ev, Call):
+            continue
+        if ev.name == "scaled_dot_product_attention" and bool(_arg(ev, 5, "is_causal")):
+            k, v = _shape(_arg(ev, 1, "key")), _shape(_arg(ev, 2, "value"))
+            if k is not None and v is not None:
+                return sympy.simplify((_numel(k[-3:-2]) * k[-1] + _numel(v[-3:-2]) * v[-1]) * itemsize)
+    return None
