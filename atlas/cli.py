@@ -36,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="regenerate in memory and compare with the docs folder; exit 1 if stale")
     c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
+    for sp in (b, c):
+        sp.add_argument("--no-cache", action="store_true",
+                        help="generate in full even when the fingerprint stored in the docs folder says nothing "
+                             "changed (a file the model's factory reads is not in the fingerprint)")
     d = sub.add_parser("describe", parents=[common], help="print the component tree")
     d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
     d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
@@ -85,6 +89,9 @@ def _settings(args):
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="atlas: %(message)s")
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    # torch's fake-tensor and shape loggers narrate failures and assumptions the atlas reports itself, in one line
+    for name in ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     args = _parser().parse_args(argv)
     from atlas import progress
     progress.enable()
@@ -163,6 +170,12 @@ def _run(args) -> int:
             if doc.checkpoint is not None:
                 print(_checkpoint_summary(doc))
         return code
+    if args.command in ("build", "check") and not args.no_cache:
+        stored = atlas_build.unchanged(args.specs, args.docs, _settings(args))
+        if stored is not None:
+            print(f"atlas: {len(stored['files'])} generated files match {args.docs}/; nothing they are made from "
+                  "changed since they were written (the fingerprint; --no-cache regenerates in full)")
+            return EXIT_OK
     if args.command == "build":
         generated = atlas_build.generate(args.specs, _settings(args))
         if _inputs_report(generated.docs, args.strict) != EXIT_OK:

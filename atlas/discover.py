@@ -34,7 +34,6 @@ from atlas.i18n import Text, msg, msgn
 from atlas.inputs import parse_input
 from atlas.layer_inputs import Candidate, candidates
 
-SYMBOL_NAMES = {"B": "batch", "T": "positions", "H": "height", "W": "width", "D": "depth"}
 HINTS = {"B": 3, "T": 17, "H": 40, "W": 56, "D": 12}        # distinct, never 0 or 1, above small windows
 _TOKEN_IDS = ("input_ids", "decoder_input_ids")
 _MASKS = ("attention_mask", "decoder_attention_mask")

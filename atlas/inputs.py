@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from atlas.errors import AtlasError
 
-STANDARD_SYMBOLS = (("B", "batch"), ("T", "positions"))
+STANDARD_SYMBOLS = (("B", "batch"), ("T", "positions"), ("H", "height"), ("W", "width"), ("D", "depth"))
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64")
 
@@ -82,6 +82,12 @@ def resolve(specs: list[InputSpec], vocab: Vocabulary) -> tuple[list[InputSpec],
                 dims.append(d)
         out.append(InputSpec(spec.name, spec.dtype, tuple(dims)))
     return out, symbols
+
+
+def used(vocab: Vocabulary, specs: list[InputSpec], declared: dict | None = None) -> tuple[tuple[str, str], ...]:
+    """The vocabulary's symbols the inputs use (and those the model declares), for the page's list of dims."""
+    dims = {d for s in specs for d in s.dims if isinstance(d, str)} | set(declared or ())
+    return tuple((sym, name) for sym, name in vocab.symbols if sym in dims)
 
 
 def vocabulary(symbols: dict | None, fixed: dict | None) -> Vocabulary:

@@ -24,7 +24,7 @@ from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 
-from atlas import i18n, katex, pipeline, render
+from atlas import i18n, katex, pipeline
 from atlas.errors import AtlasError
 
 log = logging.getLogger("mkdocs.plugins.atlas")
@@ -39,6 +39,7 @@ class _Model(Config):
 class AtlasConfig(Config):
     models = c.ListOfItems(c.SubConfig(_Model), default=[])
     memory_budget = c.Type(float, default=2.0)     # GB, the largest instance verified on the CPU
+    cache = c.Type(bool, default=True)             # skip generation when the stored fingerprint matches
 
 
 def building_language(config) -> str:
@@ -52,7 +53,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
     def __init__(self) -> None:
         self.sources: list[str] = []
         self.katex: katex.Renderer | None = None
-        self.generated: pipeline.Generated | None = None
+        self.navs: dict | None = None               # language -> the generated pages' nav
         self.user_nav = None
         self.serving = False
 
@@ -69,10 +70,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         language = building_language(config)
         with i18n.language(language):
             nav = list(self.user_nav or [{i18n.gettext("Home"): "index.md"}])
-            for doc in self.generated.docs:
-                nav.extend(render.nav(doc))
-            nav.extend(render.reference_nav(self.generated.refs))
-        config.nav = nav
+        config.nav = nav + self.navs[language]
         return config
 
     def _generate(self, config) -> None:
@@ -83,14 +81,21 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         settings = pipeline.Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
                                      site_url=site_url, repo_url=config.repo_url or None,
                                      site_name=config.site_name, base_dir=str(self._root(config)))
+        self.user_nav = config.nav
         try:
-            generated, report = pipeline.build(specs, config.docs_dir, settings)
+            stored = pipeline.unchanged(specs, config.docs_dir, settings) if self.config.cache else None
+            if stored is not None:
+                self.navs, self.sources = stored["nav"], stored["sources"]
+                log.info("atlas: 0 pages written, 0 deleted, %d unchanged (the stored fingerprint matches)",
+                         len(stored["files"]))
+            else:
+                generated, report = pipeline.build(specs, config.docs_dir, settings)
+                self.navs, self.sources = pipeline.navigation(generated), generated.sources
+                log.info("atlas: %d pages written, %d deleted, %d unchanged",
+                         len(report.written), len(report.deleted), len(report.unchanged))
             self.katex = self.katex or katex.Renderer(self._root(config))
         except AtlasError as exc:
             raise PluginError(f"atlas: {exc}") from None
-        self.generated, self.sources, self.user_nav = generated, generated.sources, config.nav
-        log.info("atlas: %d pages written, %d deleted, %d unchanged",
-                 len(report.written), len(report.deleted), len(report.unchanged))
 
     def on_page_content(self, html, page, config, files):
         try:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from atlas import costing, progress, provenance, recording, shapes, site
+from atlas import costing, fingerprint, progress, provenance, recording, shapes, site
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
@@ -23,6 +22,7 @@ class Generated:
     sources: list[str]                  # the model code's files, for `mkdocs serve` to watch
 
     refs: list = None                   # reference.ReferencePage, one per torch.nn class used
+    fingerprint: dict | None = None     # of everything the files are made from (atlas.fingerprint)
 
     @property
     def folders(self) -> list[str]:
@@ -111,32 +111,18 @@ def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None,
     return document(load(spec), Settings(tuple(inputs) if inputs else None, budget_bytes))
 
 
-def _sources(model) -> set[str]:
-    files = set()
-    for module in model.modules():
-        cls = type(module)
-        if not cls.__module__.startswith("torch."):
-            path = inspect.getsourcefile(cls)
-            if path:
-                files.add(path)
-    return files
-
-
 def generate(specs: list[str] | None = None, settings: Settings = Settings()) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched."""
     specs = list(specs or [DEFAULT_SPEC])
     from atlas import reference, render      # jinja2 is needed only when pages are written
 
-    docs, files, sources = [], {}, set()
+    docs, files, sources, loaded_models = [], {}, set(), []
     env = render.environment()
-    for spec in specs:
-        model_settings = settings
-        if isinstance(spec, tuple):         # (spec, inputs[, checkpoint]): the mkdocs plugin's per-model config
-            spec, inputs, *rest = spec
-            model_settings = replace(settings, inputs=tuple(inputs) if inputs else settings.inputs,
-                                     checkpoint=(rest[0] if rest and rest[0] else settings.checkpoint))
+    for given in specs:
+        spec, model_settings = _model_settings(given, settings)
         loaded = load(spec)
-        sources |= _sources(loaded.model)
+        loaded_models.append((given, loaded))
+        sources |= set(fingerprint.sources(loaded.model, loaded.source_file))
         doc = document(loaded, model_settings)
         log.info("%s: %d components, %d parameters", doc.name, len(doc.components), doc.totals.parameters)
         if any(d.slug == doc.slug for d in docs):
@@ -151,7 +137,39 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings()) ->
             files.update(render.render(doc, env, settings.site_url, settings.site_name, by_class))
         files.update(render.render_reference(refs, docs, env))
         bar.update()
-    return Generated(docs, files, sorted(sources), refs)
+    return Generated(docs, files, sorted(sources), refs,
+                     fingerprint.current(loaded_models, settings, render.templates_dir()))
+
+
+def _model_settings(given, settings: Settings) -> tuple[str, Settings]:
+    """A spec and its settings: (spec, inputs[, checkpoint]) is the mkdocs plugin's per-model config."""
+    if not isinstance(given, tuple):
+        return given, settings
+    spec, inputs, *rest = given
+    return spec, replace(settings, inputs=tuple(inputs) if inputs else settings.inputs,
+                         checkpoint=(rest[0] if rest and rest[0] else settings.checkpoint))
+
+
+def unchanged(specs: list | None = None, docs_dir: str | Path = "docs", settings: Settings = Settings()) -> dict | None:
+    """The stored record of the last build, when nothing its files are made from has changed since and every
+    file is as it wrote it (atlas.fingerprint); None when the pages must be generated."""
+    from atlas import render
+    loaded = [(given, load(_model_settings(given, settings)[0])) for given in (specs or [DEFAULT_SPEC])]
+    stored = fingerprint.fresh(Path(docs_dir), fingerprint.current(loaded, settings, render.templates_dir()))
+    if stored is not None:              # the model code's files, for `mkdocs serve` to watch
+        stored["sources"] = sorted({f for _, m in loaded for f in fingerprint.sources(m.model, m.source_file)})
+    return stored
+
+
+def navigation(generated: Generated) -> dict:
+    """The mkdocs nav of the generated pages, per language (kept with the fingerprint for unchanged builds)."""
+    from atlas import i18n, render
+    out = {}
+    for code in i18n.LANGUAGES:
+        with i18n.language(code):
+            out[code] = [entry for doc in generated.docs for entry in render.nav(doc)] + \
+                render.reference_nav(generated.refs)
+    return out
 
 
 def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
@@ -161,7 +179,11 @@ def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
 
 
 def write(generated: Generated, docs_dir: str | Path = "docs") -> site.SyncReport:
-    return site.sync(Path(docs_dir), generated.files, generated.folders)
+    report = site.sync(Path(docs_dir), generated.files, generated.folders)
+    if generated.fingerprint is not None:
+        fingerprint.save(Path(docs_dir), generated.fingerprint, generated.files, generated.folders,
+                         navigation(generated))
+    return report
 
 
 def check(specs: list[str] | None = None, docs_dir: str | Path = "docs",

@@ -45,6 +45,11 @@ class Outcome:
     failure: object = None          # a Text: why the model-level forward did not run, if it did not
 
 
+def _choices_of(disc) -> list[Choice]:
+    return [Choice(tuple(t), disc.hints(t), tuple((x, f.because) for x, f in zip(t, disc.inputs)))
+            for t in disc.choices()]
+
+
 def _choices(model: nn.Module, declared, fixed: dict, bounds: dict) -> tuple[list[Choice], list]:
     texts = tuple(declared or getattr(model, "atlas_inputs", None) or ())
     if texts:
@@ -55,10 +60,62 @@ def _choices(model: nn.Module, declared, fixed: dict, bounds: dict) -> tuple[lis
         name, why = disc.unresolved[0]
         quoted = "`" + name + "`"
         return [], [msg("no example input for %(name)s: %(why)s", name=quoted, why=why)]
-    out = []
-    for t in disc.choices():
-        out.append(Choice(tuple(t), disc.hints(t), tuple((x, f.because) for x, f in zip(t, disc.inputs))))
-    return out, [disc]
+    return _choices_of(disc), [disc]
+
+
+@dataclass
+class _Try:
+    """The first choice whose symbolic run worked, or the last one tried."""
+
+    trace: object = None
+    choice: Choice | None = None
+    specs: list = field(default_factory=list)
+    symbols: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    first_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.trace is not None and self.trace.error is None and self.trace.root is not None
+
+
+def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
+    from atlas.symbolic_run import dtype_error
+    t = _Try()
+    for choice in choices:
+        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), fixed) for x in choice.texts], vocab)
+        hints = _hints(specs, symbols, choice.hints, bounds)
+        trace = trace_run.symbolic(model, specs, hints, repeats)
+        if trace.error is not None and dtype_error(trace.error):
+            for name in (disc.retry_dtypes if disc else ("bfloat16",)):
+                with _in_dtype(model, getattr(torch, name)):
+                    retry = trace_run.symbolic(model, specs, hints, repeats)
+                if retry.error is None:
+                    t.notes.append(msg("recorded in %(dtype)s: in the model's own dtype the forward failed "
+                                       "(%(error)s)", dtype=name, error=trace.error))
+                    trace = retry
+                    trace.dtype = name
+                    break
+        t.trace, t.choice, t.specs, t.symbols = trace, choice, specs, symbols
+        if t.ok:
+            return t
+        t.first_error = t.first_error or trace.error
+    return t
+
+
+def _escalate(model, tried: _Try, disc, fixed, bounds, vocab, repeats) -> tuple[_Try, object]:
+    """No discovered choice ran: add one optional forward() parameter at a time (those the error names
+    first, then the usual ones: a CLIP model needs `pixel_values` beside `input_ids`) and try again."""
+    from atlas.discover import discover
+    from atlas.symbolic_run import optional_extras
+    for extra in optional_extras(model, tried.first_error, disc):
+        again = discover(model, also=disc.also + (extra,))
+        if again.unresolved or extra not in {f.name for f in again.inputs}:
+            continue
+        more = _attempt(model, _choices_of(again), again, fixed, bounds, vocab, repeats)
+        if more.ok:                     # the discovery's own sentence for the input says why it was added
+            return more, again
+    return tried, disc
 
 
 def _hints(specs, symbols, given: dict, bounds: dict) -> dict:
@@ -93,10 +150,9 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
            fixed: dict | None = None, bounds: dict | None = None) -> Outcome:
     """Shapes on every component, and the trace the equations read. `fixed`: symbols given a size (--dim T=64);
     `bounds`: (low, high) per symbol (--dim T>=400)."""
-    from atlas.symbolic_run import dtype_error
     fixed, bounds = dict(fixed or {}), dict(bounds or {})
     vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
-    dim_names = DimNames(vocab.symbols, vocab.fixed)
+    dim_names = DimNames(inputs_mod.used(vocab, [], getattr(model, "atlas_dims", None)), vocab.fixed)
     choices, extra = _choices(model, declared, fixed, bounds)
     if not choices:
         reason = extra[0]
@@ -105,33 +161,27 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         return Outcome(doc, None, [], reason)
     disc = extra[0] if extra else None
     repeats = _repeat_groups(doc)
-    notes, first_error, trace = [], None, None
-    for choice in choices:
-        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(t), fixed) for t in choice.texts], vocab)
-        hints = _hints(specs, symbols, choice.hints, bounds)
-        trace = trace_run.symbolic(model, specs, hints, repeats)
-        if trace.error is not None and dtype_error(trace.error):
-            for name in (disc.retry_dtypes if disc else ("bfloat16",)):
-                with _in_dtype(model, getattr(torch, name)):
-                    retry = trace_run.symbolic(model, specs, hints, repeats)
-                if retry.error is None:
-                    notes.append(msg("recorded in %(dtype)s: in the model's own dtype the forward failed (%(error)s)",
-                                     dtype=name, error=trace.error))
-                    trace = retry
-                    trace.dtype = name
-                    break
-        if trace.error is None and trace.root is not None:
-            break
-        first_error = first_error or trace.error
+    tried = _attempt(model, choices, disc, fixed, bounds, vocab, repeats)
+    if not tried.ok and disc is not None:
+        tried, disc = _escalate(model, tried, disc, fixed, bounds, vocab, repeats)
+    trace, choice, specs, symbols, notes, first_error = (tried.trace, tried.choice, tried.specs, tried.symbols,
+                                                         tried.notes, tried.first_error)
     texts = tuple(choice.texts)
+    dim_names = DimNames(inputs_mod.used(vocab, specs, getattr(model, "atlas_dims", None)), vocab.fixed)
     if disc is not None:
-        for text, because in choice.sources:
+        firsts = [f.candidates[0] for f in disc.inputs]
+        for (text, because), first in reversed(list(zip(choice.sources, firsts))):
+            if text != first and first_error:
+                notes.insert(0, msg("%(input)s instead of %(first)s, with which forward() failed (%(error)s)",
+                                    input=text, first=first, error=first_error))
             notes.insert(0, msg("%(input)s, inferred: %(because)s", input=text, because=because))
     if trace is not None and trace.error is None and trace.root is not None and trace.specialized:
         # the code needs exact sizes for some symbols (a Python loop over positions): shapes from probes at
         # several sizes, the equations from this run, checked at the sizes it was made at
-        notes.append(msg("the code needs exact values of %(symbols)s (it loops over them in Python), so its shapes "
-                         "come from forwards at several sizes", symbols=", ".join(trace.specialized)))
+        notes.append(msg("the code needs exact values of %(symbols)s, so the shapes come from forwards at several "
+                         "sizes and the equations are written, and checked, at %(sizes)s",
+                         symbols=", ".join(trace.specialized_at) or ", ".join(trace.specialized),
+                         sizes=", ".join(f"{s} = {trace.hints[s]}" for s in trace.specialized if s in trace.hints)))
         shaped = probes.derive(model, doc, list(texts), budget_bytes)
         comps = []
         for comp in shaped.components:               # parts the forward never calls get a record of their own
@@ -139,7 +189,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                 module = model.get_submodule(comp.module_paths[0])
                 comp = replace(comp, shapes=_own_record(model, module, comp, trace, vocab))
             comps.append(comp)
-        shaped = replace(shaped, components=tuple(comps))
+        shaped = replace(shaped, components=tuple(comps), dims=dim_names)
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes, None)
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
@@ -150,7 +200,13 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         if all(c.shapes is None or c.shapes.status is not ShapeStatus.DERIVED for c in shaped.components[:1]):
             failure = msg("the model's forward() did not run on the example inputs (%(error)s)",
                           error=first_error or why or "?")
-        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), concrete, notes, failure)
+        elif probe:
+            notes.append(msg("the forward with symbolic sizes failed (%(error)s), so the shapes come from forwards "
+                             "at several sizes and the equations are written, and checked, at %(sizes)s",
+                             error=first_error or why or "?",
+                             sizes=", ".join(f"{s} = {v}" for s, v in probe.items())))
+        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes), dims=dim_names), concrete, notes,
+                       failure)
     comps = []
     for comp in doc.components:
         module = model.get_submodule(comp.module_paths[0])

@@ -172,16 +172,18 @@ def _run(model: nn.Module, specs, probes, device, doc: ModelDoc | None = None) -
     when they must: an entry whose inputs have exactly the shapes the first entry saw, where the first entry
     kept its input's shape, passes its input through. Same signature means same code, so its shapes cannot
     differ; the first entry still records every component inside it."""
+    from atlas.trace.run import kept_state
     wraps = _repeat_wrappers(model, doc) if device == "meta" and doc is not None else []
     for container, key, wrapper in wraps:
         container._modules[key] = wrapper
     try:
         runs = []
-        for p in probes:
-            records: dict[int, Record] = {}
-            for _, _, wrapper in wraps:
-                wrapper.records = records
-            runs.append(capture(model, example_inputs(specs, p, device), records))
+        with kept_state(model):
+            for p in probes:
+                records: dict[int, Record] = {}
+                for _, _, wrapper in wraps:
+                    wrapper.records = records
+                runs.append(capture(model, example_inputs(specs, p, device), records))
         return runs
     finally:
         for container, key, wrapper in wraps:
@@ -196,6 +198,13 @@ class _SameAsFirst(nn.Module):
         object.__setattr__(self, "real", real)          # not registered: hooks and walks never see it twice
         object.__setattr__(self, "first", first)
         self.records: dict = {}
+
+    def __getattr__(self, name: str):
+        """The real entry's attributes, for parent code that reads them (`layer.temporal_block`)."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["real"], name)
 
     def forward(self, *args, **kwargs):
         seen = self.records.get(id(self.first))

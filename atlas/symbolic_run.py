@@ -39,6 +39,7 @@ from atlas.discover import Discovery, discover
 from atlas.inputs import parse_input
 from atlas.trace.symbolic import AssumingShapeEnv as _ShapeEnv
 from atlas.trace.symbolic import Decompose as _Decompose
+from atlas.trace.symbolic import guard_site
 from atlas.trace.symbolic import quiet as _quiet
 
 log = logging.getLogger("atlas")
@@ -200,9 +201,8 @@ def _specialized(env: ShapeEnv, names: dict) -> tuple[str, ...]:
         value = env.replacements.get(sym)
         if value is None or not value.is_number:
             continue
-        site = next((g.sloc.maybe_user_loc or str(g.sloc) for g in env.guards
-                     if sym in g.expr.free_symbols and isinstance(g.expr, sympy.Eq)), "")
-        out.append(f"{name} = {value}" + (f" ({site.strip('()')})" if site else ""))
+        site = guard_site(env, sym)
+        out.append(f"{name} = {value}" + (f" ({site})" if site else ""))
     return tuple(out)
 
 
@@ -234,7 +234,7 @@ def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "
                 if tried[-1].ok:
                     return tried
     if _escalate:
-        for extra in _extras(model, tried[-1].error if tried else None, discovery):
+        for extra in optional_extras(model, tried[-1].error if tried else None, discovery):
             again = discover(model, also=discovery.also + (extra,))
             if extra not in {f.name for f in again.inputs}:
                 continue
@@ -248,7 +248,7 @@ def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "
 USUAL_OPTIONAL = ("pixel_values", "input_features", "input_values", "decoder_input_ids", "attention_mask")
 
 
-def _extras(model: nn.Module, error: str | None, discovery: Discovery) -> list[str]:
+def optional_extras(model: nn.Module, error: str | None, discovery: Discovery) -> list[str]:
     """Optional forward() parameters to add: those the error names, then the usual names."""
     import inspect
     try:

@@ -115,10 +115,18 @@ def main() -> None:
                         ("atlas describe --verify LDLM", atlas + ["--json", "--verify"])):
         seconds, rss = measure(argv, repeat=1)
         print(f"{label:44s} {seconds:8.2f} {rss:12.0f}")
+    cost_ratios = []
+    for label, argv in (("LDLM", atlas + ["--json"]), ("Llama-3-70B config", atlas + [LLAMA, "--json"])):
+        with_cost, _ = measure(argv)
+        without, _ = measure(argv + ["--no-cost"])
+        print(f"{'atlas describe --no-cost ' + label:44s} {without:8.2f}")
+        cost_ratios.append((label, with_cost / without))
     seconds, rss = measure(["make", "-s", "site"], repeat=1)
     print(f"{'make site (LDLM, after set-up)':44s} {seconds:8.2f} {rss:12.0f}")
     for label, time_ratio, rss_ratio in ratios:
         print(f"ratio atlas/torchinfo, {label}: time {time_ratio:.2f}, peak RSS {rss_ratio:.2f}")
+    for label, ratio in cost_ratios:
+        print(f"ratio describe with cost / without, {label}: {ratio:.2f} (target at most 1.10)")
 
 
 if __name__ == "__main__":

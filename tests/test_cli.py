@@ -73,17 +73,17 @@ SMALL = ["--memory-budget", "0.1"]
 
 
 def test_build_is_incremental_and_deterministic(tmp_path, capsys):
-    a, b = tmp_path / "a", tmp_path / "b"
+    a = tmp_path / "a"
     assert main(["build", "--docs", str(a), *SMALL]) == 0
     assert "written" in capsys.readouterr().out
     stamp = {p: p.stat().st_mtime_ns for p in a.rglob("*") if p.is_file()}
-    assert main(["build", "--docs", str(a), *SMALL]) == 0
+    assert main(["build", "--docs", str(a), *SMALL]) == 0              # the fingerprint: nothing changed
+    assert "nothing they are made from changed" in capsys.readouterr().out
+    assert stamp == {p: p.stat().st_mtime_ns for p in a.rglob("*") if p.is_file()}
+    # generated again in full, in this process: the same bytes, so nothing is written
+    assert main(["build", "--docs", str(a), *SMALL, "--no-cache"]) == 0
     assert "nothing written" in capsys.readouterr().out
     assert stamp == {p: p.stat().st_mtime_ns for p in a.rglob("*") if p.is_file()}
-    assert main(["build", "--docs", str(b), *SMALL]) == 0
-    files_a = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-    assert files_a == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
-    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files_a)
 
 
 def test_check_fails_after_model_edit_until_rebuilt(tmp_path, capsys):

@@ -218,9 +218,30 @@ class Recorder(TorchFunctionMode):
                 event.scope = (dict(frame.f_locals), frame.f_globals)
             if self.stack:
                 self.stack[-1].events.append(event)
+                if inplace and isinstance(args[0], torch.Tensor) and args[0]._base is not None:
+                    self._through_view(args[0], enc_out, site)
         finally:
             self.paused -= 1
         return out
+
+    def _through_view(self, view: torch.Tensor, enc_out, site) -> None:
+        """An in-place write into `base[index]` (`out[..., :4].copy_(a)`) changed `base` too: record that as
+        `base[index] = the view's new value`. Views made otherwise (a transpose, a view of a view) are left."""
+        base = self.by_id.get(id(view._base))
+        refs = _refs(enc_out)
+        if base is None or base.obj is not view._base or len(refs) != 1:
+            return
+        # the view's value before the write: the Value the in-place op read as its first argument
+        before = self.stack[-1].events[-1].args[0] if self.stack[-1].events else None
+        view_made = before.value.made_by if isinstance(before, Ref) else None
+        if view_made is None or view_made.name != "Tensor.__getitem__" or not isinstance(view_made.args[0], Ref) \
+                or view_made.args[0].value.obj is not view._base:
+            return
+        new_base = Ref(self.new_value(view._base, "op"))
+        event = OpEvent(torch.Tensor.__setitem__, "Tensor.__setitem__", (Ref(base), view_made.args[1], refs[0]), {},
+                        new_base, site, True)
+        new_base.value.made_by = event
+        self.stack[-1].events.append(event)
 
     def _site(self):
         frame = sys._getframe(2)

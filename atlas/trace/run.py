@@ -34,7 +34,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
     that are one component (list entries); all but the first of each may be skipped."""
     si = SymbolicInputs(hints, "cpu")
     inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
-    with _fake_tensors(model, si.mode) as originals:
+    with kept_state(model), _fake_tensors(model, si.mode) as originals:
         rec = Recorder(model, si.expr, names=names, originals=originals)
         rec.note_weights()
         error = None
@@ -49,9 +49,26 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
             except Exception as exc:  # the record keeps every call that finished before it
                 error = where(exc)
     trace = Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
-                  _working_dtype(model), error, specialized=tuple(si.specialized()))
+                  _working_dtype(model), error, specialized=tuple(si.specialized()),
+                  specialized_at=tuple(si.specialized_sites()))
     trace.saved = rec.saved
     return trace
+
+
+@contextlib.contextmanager
+def kept_state(model: nn.Module):
+    """Every module's plain attributes as they were before the run: a forward that keeps a cache on the module
+    (`self.state = h`) must not leave fake tensors with symbolic sizes behind for later copies and runs."""
+    saved = [(m, dict(m.__dict__)) for m in model.modules()]
+    try:
+        yield
+    finally:
+        for m, before in saved:
+            for key in [k for k in m.__dict__ if k not in before]:
+                del m.__dict__[key]
+            for key, value in before.items():
+                if m.__dict__.get(key) is not value:
+                    m.__dict__[key] = value
 
 
 @contextlib.contextmanager
@@ -88,7 +105,7 @@ def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -
     """Run `model` on concrete tensors (meta or CPU): sizes are ints."""
     rec = Recorder(model, lambda s: int(s) if isinstance(s, (int, torch.SymInt)) else s, names=names)
     error = None
-    with _evaluation(model), torch.no_grad(), rec:
+    with kept_state(model), _evaluation(model), torch.no_grad(), rec:
         rec.register_inputs(example)
         try:
             _call(model, example)

@@ -107,6 +107,7 @@ class Trace:
     error: str | None = None        # why the run stopped early, if it did
     notes: tuple = ()               # how the run was made to work (a retry in bfloat16, a larger T)
     specialized: tuple = ()         # symbols the code needed as exact numbers, so the run fixed them
+    specialized_at: tuple = ()      # "T = 6 (zoo.py:459)": each of them, its value and where it was fixed
     extra: dict = field(default_factory=dict)   # module path -> its own record (a module the model never calls)
     saved: dict = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward pass
 

@@ -160,6 +160,26 @@ class SymbolicInputs:
                 fixed.append(str(name))
         return fixed
 
+    def specialized_sites(self) -> list[str]:
+        """"T = 6 (zoo.py:459)": each fixed symbol, its value, and the line of the code that fixed it."""
+        out, seen = [], set()
+        for sym_expr, name in self._map.items():
+            value = self.shape_env.replace(sym_expr)
+            if not value.is_number or str(name) in seen:
+                continue
+            seen.add(str(name))
+            site = guard_site(self.shape_env, sym_expr)
+            out.append(f"{name} = {value}" + (f" ({site})" if site else ""))
+        return out
+
+
+def guard_site(env, sym) -> str:
+    """Where the first guard pinning `sym` to a number was taken in the model's code: "file.py:line"."""
+    for g in env.guards:
+        if sym in g.expr.free_symbols and isinstance(g.expr, sympy.Eq):
+            return (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
+    return ""
+
 
 def readable(expr):
     """torch's size functions as plain sympy: FloorDiv -> floor(a/b), so pages and JSON read them."""
