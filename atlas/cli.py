@@ -170,7 +170,8 @@ def _run(args) -> int:
             if doc.checkpoint is not None:
                 print(_checkpoint_summary(doc))
         return code
-    if args.command in ("build", "check") and not args.no_cache:
+    # a checkpoint and --strict judge the model, not the pages: their verdicts are never taken from the cache
+    if args.command in ("build", "check") and not (args.no_cache or args.checkpoint or args.strict):
         stored = atlas_build.unchanged(args.specs, args.docs, _settings(args))
         if stored is not None:
             print(f"atlas: {len(stored['files'])} generated files match {args.docs}/; nothing they are made from "

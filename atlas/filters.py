@@ -155,6 +155,13 @@ def claim_block(c, file: str) -> str:
     return f'{fence}python linenums="{c.start}"\n{c.excerpt}\n{fence}'
 
 
+def cell(c) -> str:
+    """A catalog cell: its parts as links where they point at a page, joined; a dash where there are none."""
+    if c is None or not c.parts:
+        return "—"
+    return c.sep.join(f"[{text}]({link})" if link else text for text, link in c.parts)
+
+
 def shown_in(c, src) -> bool:
     """Whether a claim's lines are inside an excerpt the page's Code section already shows (then the claim
     points there instead of repeating them)."""
@@ -324,6 +331,7 @@ FILTERS = {
     "tree_item": tree_item,
     "streams_in": streams_in,
     "shown_in": shown_in,
+    "cell": cell,
     "math": math,
     "plain_math": plain_math,
     "step_shape": step_shape,

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from atlas import costing, fingerprint, progress, provenance, recording, shapes, site
+from atlas import architecture, costing, fingerprint, flow, progress, provenance, recording, shapes, site
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
@@ -26,7 +26,7 @@ class Generated:
 
     @property
     def folders(self) -> list[str]:
-        return [d.slug for d in self.docs] + (["reference"] if self.refs else [])
+        return [d.slug for d in self.docs] + (["reference"] if self.refs else []) + ["catalog"]
 
     def count(self, predicate) -> int:
         return sum(1 for d in self.docs for c in d.components if predicate(c))
@@ -94,6 +94,7 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
                                          getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:
         doc = enrich(loaded.model, doc, trace, vocab, settings.budget_bytes, bar.update, settings.verify)
+    doc = flow.enrich(architecture.enrich(loaded.model, doc, trace), trace)
     with progress.stage("provenance") as bar:
         doc = provenance.enrich(loaded.model, doc, settings.repo_url)
         bar.update()
@@ -136,6 +137,7 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings()) ->
         for doc in docs:
             files.update(render.render(doc, env, settings.site_url, settings.site_name, by_class))
         files.update(render.render_reference(refs, docs, env))
+        files.update(render.render_catalog(docs, env))
         bar.update()
     return Generated(docs, files, sorted(sources), refs,
                      fingerprint.current(loaded_models, settings, render.templates_dir()))
@@ -167,7 +169,7 @@ def navigation(generated: Generated) -> dict:
     out = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            out[code] = [entry for doc in generated.docs for entry in render.nav(doc)] + \
+            out[code] = render.catalog_nav() + [entry for doc in generated.docs for entry in render.nav(doc)] + \
                 render.reference_nav(generated.refs)
     return out
 

@@ -24,8 +24,16 @@ from atlas.i18n import lowered, msg, msgn
 from atlas.filters import calculation
 from atlas.model import Claim, Component, Excerpt, ModelDoc, Source
 
+CLAIM_SPAN = 24                      # lines of code a claim's excerpt may span around its main fact
 HEADER_LINES = 36                    # a class header and docstring, cut as the seed pages cut it
 TORCH_REPO = "https://github.com/pytorch/pytorch/blob"
+# Where an installed library's files are published at a release: the repository, the tag of a version, and the
+# folder its package sits in there. A library not listed is named by its version, without a link.
+PACKAGE_SOURCES = {
+    "transformers": ("https://github.com/huggingface/transformers", "v{version}", "src/"),
+    "diffusers": ("https://github.com/huggingface/diffusers", "v{version}", "src/"),
+    "timm": ("https://github.com/huggingface/pytorch-image-models", "v{version}", ""),
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,7 +69,10 @@ def locate(file: str, repo_url: str | None) -> Source:
             version = importlib.metadata.version(dists[0])
         except importlib.metadata.PackageNotFoundError:
             version = None
-        return Source(rel, "package", version, f"{dists[0]} {version}" if version else dists[0])
+        known = PACKAGE_SOURCES.get(dists[0])
+        url = (f"{known[0]}/blob/{known[1].format(version=version)}/{known[2]}{rel}"
+               if known and version else None)
+        return Source(rel, "package", version, f"{dists[0]} {version}" if version else dists[0], url=url)
     top = _git(str(path.parent), "rev-parse", "--show-toplevel")
     if top:
         rel = path.relative_to(Path(top).resolve()).as_posix()
@@ -275,8 +286,9 @@ def architecture_claim(doc: ModelDoc, module: nn.Module, comp: Component, source
     subject = doc.component(comp.parent) if comp.repeat > 1 and comp.parent is not None else comp
     if not lines:
         return None
+    near = [x for x in lines if abs(x - lines[0]) <= CLAIM_SPAN]    # an excerpt of the heads' lines, not a file
     return _claim(msg("%(part)s: %(facts)s.", part=subject.name, facts=tuple(items)),
-                  msg("equations verified"), source.file, src_file, min(lines), max(lines))
+                  msg("equations verified"), source.file, src_file, min(near), max(near))
 
 
 def _mlp_multiplier(doc: ModelDoc, comp: Component) -> int | None:

@@ -156,7 +156,7 @@ def model_context(doc: ModelDoc) -> dict:
         "frozen_parts": pages.frozen_parts(doc),
         "reconstructions": pages.reconstructions(doc),
         "explorer": pages.tree(doc, lambda c: paths.url_link(doc, doc.root, c)),
-        "diagram": diagram.svg(doc, lambda c: paths.url_link(doc, doc.root, c)),
+        "diagram": diagram.svg(doc, doc.root, lambda c: paths.url_link(doc, doc.root, c)),
         "href": lambda c: paths.link(here, paths.page_path(doc, c)),
     }
 
@@ -192,6 +192,23 @@ def _pages(doc: ModelDoc, env: jinja2.Environment, site_url: str | None, site_na
         else:
             files[path] = model_t.render({**context, **model_context(doc)})
     return files
+
+
+def render_catalog(docs, env: jinja2.Environment | None = None) -> dict[str, str]:
+    """catalog/index.md in every language: the table that compares the documented models."""
+    from atlas import catalog
+    env = env or environment()
+    template = env.get_template("catalog.md.j2")
+    files = {}
+    for code in i18n.LANGUAGES:
+        with i18n.language(code):
+            files[paths.localized(catalog.PAGE, code)] = template.render(rows=catalog.rows(docs), docs=docs)
+    return files
+
+
+def catalog_nav() -> list:
+    from atlas import catalog
+    return [{i18n.gettext("Catalog"): catalog.PAGE}]
 
 
 def render_reference(refs, docs, env: jinja2.Environment | None = None) -> dict[str, str]:

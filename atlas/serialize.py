@@ -11,9 +11,9 @@ from dataclasses import fields
 
 from atlas.equations.markup import plain
 from atlas.filters import calculation
-from atlas.model import (BufferRow, CheckpointReport, Claim, Component, ComponentCheck, Cost, CostSummary, Dim, DimNames, DtypeCount,
+from atlas.model import (Architecture, BufferRow, Flow, FlowNode, CheckpointReport, Claim, Component, ComponentCheck, Cost, CostSummary, Dim, DimNames, DtypeCount,
                          EquationStatus, Equations, Excerpt, Fact, MathSymbol, Mismatch, ModelDoc, ParamRow, Published, Shapes,
-                         ShapeStatus, Source, Step, TensorShape, TiedCopy, Totals, Verification)
+                         ShapeStatus, Source, Step, TensorShape, TiedCopy, Totals, Trait, Verification)
 
 SCHEMA_VERSION = 1
 
@@ -84,7 +84,23 @@ def component_dict(c: Component) -> dict:
                     "excerpt": x.excerpt} for x in c.claims],
         "explanation": list(c.explanation),
         "cost": cost_dict(c.cost),
+        "flow": flow_dict(c.flow),
     }
+
+
+def flow_dict(flow: Flow | None):
+    if flow is None:
+        return None
+    return {"nodes": [{"kind": n.kind, "label": n.label, "component": n.component, "calls": n.calls}
+                      for n in flow.nodes],
+            "edges": [list(e) for e in flow.edges]}
+
+
+def flow_from(d) -> Flow | None:
+    if d is None:
+        return None
+    return Flow(tuple(FlowNode(n["kind"], n["label"], n["component"], n["calls"]) for n in d["nodes"]),
+                tuple((a, b) for a, b in d["edges"]))
 
 
 def cost_dict(cost):
@@ -221,6 +237,9 @@ def as_dict(doc: ModelDoc) -> dict:
         "input_notes": [str(n) for n in doc.input_notes],
         "forward_failure": None if doc.forward_failure is None else str(doc.forward_failure),
         "checkpoint": checkpoint_dict(doc.checkpoint),
+        "architecture": None if doc.architecture is None else {
+            name: [{"value": t.value, "component": t.component, "source": t.source}
+                   for t in getattr(doc.architecture, name)] for name in Architecture.FIELDS},
         "components": [component_dict(c) for c in doc.components],
     }
 
@@ -251,6 +270,7 @@ def from_dict(data: dict) -> ModelDoc:
             claims=tuple(Claim(x["text"], x["check"], x["file"], x["start"], x["end"], x["excerpt"]) for x in c["claims"]),
             explanation=tuple(c["explanation"]),
             cost=cost_from(c.get("cost")),
+            flow=flow_from(c.get("flow")),
         )
 
     t = data["totals"]
@@ -270,6 +290,9 @@ def from_dict(data: dict) -> ModelDoc:
         input_notes=tuple(data.get("input_notes", ())),
         forward_failure=data.get("forward_failure"),
         checkpoint=checkpoint_from(data.get("checkpoint")),
+        architecture=None if data.get("architecture") is None else Architecture(**{
+            name: tuple(Trait(t["value"], t["component"], t["source"]) for t in data["architecture"][name])
+            for name in Architecture.FIELDS}),
     )
 
 

@@ -31,7 +31,7 @@ def facts(prog: Program) -> tuple[Fact, ...]:
         sym = prog.symbols[step.key]
         for node in step.node.walk():
             if isinstance(node, Heads) and isinstance(node.meta.get("heads"), int):
-                stream = _stream(node, prog, resolve)
+                stream = _stream(node, prog, resolve) or sym.stream   # k = (x W_k)^h: the step's own stream
                 heads.setdefault(stream, (node.meta["heads"], node.meta.get("features"), _site(node)))
             cap = _softcap(node, resolve)
             if cap is not None and not any(f.kind == "softcap" and f.value == cap for f in out):

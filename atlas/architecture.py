@@ -1,0 +1,307 @@
+"""What a catalog compares across models, read off the walked tree, the recorded forward and the config:
+stacks of layers, widths, heads, FFN widths, experts, vocabulary, context, norms, position schemes and
+activations. Nothing is looked up by a model's name; each figure keeps the component (or config field) it came
+from, so a catalog cell links to the page that shows it.
+
+- A stack is a repeated list entry with children (a block), outermost only.
+- Width: the last dim of a stack's first input. Heads and KV heads: the facts of the verified equations.
+- FFN width: the widest dim, other than the width, of the 2-D matrices in a block outside its attention (an
+  expert stack, 3-D, counts its experts too).
+- Vocabulary: the largest embedding table indexed by the model's integer inputs.
+- Context: the config's limit when it states one, else the rows of a position table.
+- Norms: the kind of every normalization the model computes (a mean taken away first: LayerNorm-like).
+- Positions: rotary where an attention receives cosines and sines; learned or fixed (frozen) where a table is
+  indexed by positions or added to the stream.
+- Activations: the nonlinearities of the blocks outside attention; "gated" where the result multiplies another
+  projection (SwiGLU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from torch import nn
+
+from atlas.model import Architecture, Component, ModelDoc, Trait
+from atlas.trace.structures import Call, OpEvent, Ref
+
+CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_target_positions", "max_source_positions")
+ACTIVATIONS = {"gelu": "GELU", "silu": "SiLU", "relu": "ReLU", "relu6": "ReLU6", "leaky_relu": "LeakyReLU",
+               "tanh": "tanh", "sigmoid": "sigmoid", "mish": "Mish", "elu": "ELU", "selu": "SELU",
+               "softplus": "softplus", "hardswish": "hardswish", "glu": "GLU"}
+NORM_OPS = {"layer_norm": "LayerNorm", "rms_norm": "RMSNorm", "group_norm": "GroupNorm", "batch_norm": "BatchNorm"}
+
+
+def _short(name: str) -> str:
+    """"Tensor.add_" -> "add"; dunders ("__getitem__") as they are."""
+    name = name.removeprefix("Tensor.").removeprefix("torch.")
+    return name if name.startswith("__") else name.rstrip("_")
+
+
+def _distinct(traits) -> tuple[Trait, ...]:
+    out, seen = [], set()
+    for t in traits:
+        if t.value not in seen:
+            seen.add(t.value)
+            out.append(t)
+    return tuple(out)
+
+
+def _stacks(doc: ModelDoc) -> list[Component]:
+    """Repeated list entries with children, not inside another such stack."""
+    out = []
+    for comp in doc.components[1:]:
+        if comp.repeat >= 2 and comp.children and comp.module_paths[0].rpartition(".")[2].isdigit() \
+                and not any(a in out for a in doc.ancestors(comp.id)):
+            out.append(comp)
+    return out
+
+
+def _descendants(doc: ModelDoc, comp: Component):
+    for cid in comp.children:
+        child = doc.component(cid)
+        yield child
+        yield from _descendants(doc, child)
+
+
+def _fact(comp: Component, kind: str):
+    e = comp.equations
+    return next((f.value for f in (e.facts if e else ()) if f.kind == kind), None)
+
+
+def _attention(doc: ModelDoc, comp: Component) -> bool:
+    return _fact(comp, "heads") is not None
+
+
+def _width(comp: Component) -> int | None:
+    inputs = comp.shapes.inputs if comp.shapes is not None else ()
+    dims = inputs[0].dims if inputs else ()
+    return dims[-1].value if dims and dims[-1].value is not None else None
+
+
+def _outside_attention(doc: ModelDoc, stack: Component):
+    """The stack's descendants not inside an attention component."""
+    skip: set[str] = set()
+    for comp in _descendants(doc, stack):
+        if comp.parent in skip or _attention(doc, comp):
+            skip.add(comp.id)
+            continue
+        yield comp
+
+
+def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait], list[Trait]]:
+    """The hidden width most of the block's matrices outside attention share with the width (the smaller on a
+    tie: a fused gate-and-up projection is twice as wide as the down projection), and the experts' count."""
+    dims, experts = [], []
+    for comp in _outside_attention(doc, stack):
+        for row in comp.rows:
+            if len(row.shape) == 3 and width in row.shape[1:]:
+                experts.append(Trait(row.shape[0], comp.id))
+            matrix = row.shape[-2:] if len(row.shape) in (2, 3) else ()
+            if width in matrix:
+                other = [d for d in matrix if d != width]
+                if other:
+                    dims.append((other[0], comp.id))
+    counts = {e.value for e in experts}
+    dims = [(d, cid) for d, cid in dims if d not in counts]           # a router's [experts, width]
+    if not dims:
+        return [], experts
+    tally: dict[int, int] = {}
+    for d, _ in dims:
+        tally[d] = tally.get(d, 0) + 1
+    best = min(tally, key=lambda d: (-tally[d], d))
+    return [Trait(best, next(cid for d, cid in dims if d == best))], experts
+
+
+def _made_by(value, names: set[str], depth: int = 6) -> bool:
+    """Whether the value was computed (within a few view or arithmetic steps) by one of the named ops."""
+    stack = [(value, 0)]
+    seen = set()
+    while stack:
+        v, d = stack.pop()
+        if id(v) in seen or v.made_by is None:
+            continue
+        seen.add(id(v))
+        ev = v.made_by
+        if _short(ev.name) in names:
+            return True
+        if d < depth:
+            stack += [(r.value, d + 1) for r in _refs((ev.args, ev.kwargs))]
+    return False
+
+
+def _refs(x) -> list[Ref]:
+    if isinstance(x, Ref):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [r for i in x for r in _refs(i)]
+    if isinstance(x, dict):
+        return [r for i in x.values() for r in _refs(i)]
+    return []
+
+
+def _paths(doc: ModelDoc) -> dict[str, str]:
+    """module path -> component id."""
+    return {p: c.id for c in doc.components for p in c.module_paths}
+
+
+def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[Component]) -> list[Trait]:
+    if root is None:
+        return []
+    by_path, out = _paths(doc), []
+    attention_ids = {c.id for s in stacks for c in _descendants(doc, s) if _attention(doc, c)}
+    for call in root.calls():
+        cid = by_path.get(call.path)
+        if cid in attention_ids and any(_made_by(r.value, {"cos", "sin"}) for r in _refs((call.args, call.kwargs))):
+            out.append(Trait("rotary", cid))
+        for ev in call.events:
+            if not isinstance(ev, OpEvent):
+                continue
+            table = _position_table(ev)
+            if table is not None:
+                source = table.source if table.source is not None else table.obj
+                kind = "learned" if bool(getattr(source, "requires_grad", True)) else "frozen"
+                out.append(Trait(kind, by_path.get(table.owner or "", cid)))
+    return out
+
+
+def _position_table(ev: OpEvent):
+    """The parameter a call reads positions from: a table indexed by positions (`wpe(arange(T))`,
+    `weight[position_ids]`), or added to activations row by row (ViT's `position_embeddings`)."""
+    name, refs = _short(ev.name), _refs(ev.args)
+    params = [r.value for r in refs if r.value.kind == "param" and r.value.shape is not None and len(r.value.shape) >= 2]
+    if not params:
+        return None
+    table = params[0]
+    others = [r.value for r in refs if r.value is not table]
+    if name in ("embedding", "__getitem__", "index_select"):
+        return table if any(_positional(v) for v in others) else None
+    if name in ("add", "__add__", "__radd__", "__iadd__"):
+        return table if any(v.shape is not None and len(v.shape) >= 3 and v.kind != "param"
+                            and tuple(v.shape[-2:]) == tuple(table.shape[-2:]) for v in others) else None
+    return None
+
+
+def _positional(v) -> bool:
+    """Indices of positions: made by `arange`, or cut from a buffer kept for them (BERT's `position_ids`),
+    followed through the data each op reads first (a gather's index is not its data: BERT's token types)."""
+    for _ in range(8):
+        if v.kind == "buffer" and "position" in (v.attr or ""):
+            return True
+        ev = v.made_by
+        if ev is None:
+            return False
+        if _short(ev.name) == "arange":
+            return True
+        first = _refs(ev.args[:1])
+        if not first:
+            return False
+        v = first[0].value
+    return False
+
+
+def _norm_kind(call: Call) -> str | None:
+    ops = [_short(e.name) for e in call.events if isinstance(e, OpEvent)]
+    for op in ops:
+        if op in NORM_OPS:
+            return NORM_OPS[op]
+    for e in call.events:            # a mean taken away before the scaling: LayerNorm; only a scale: RMS
+        if isinstance(e, OpEvent) and _short(e.name) in ("sub", "__sub__") and \
+                any(_made_by(r.value, {"mean"}, 2) for r in _refs(e.args)):
+            return "LayerNorm"
+    if any(op in ("rsqrt", "linalg_vector_norm", "norm", "sqrt") for op in ops):
+        return "RMSNorm"
+    return None
+
+
+def _norms(doc: ModelDoc, root: Call | None) -> list[Trait]:
+    from atlas.provenance import _is_norm
+    if root is None:
+        return []
+    by_path, out = _paths(doc), []
+    norm_ids = {c.id for c in doc.components if _is_norm(c)}
+    for call in root.calls():
+        cid = by_path.get(call.path)
+        if cid in norm_ids:
+            kind = _norm_kind(call)
+            if kind:
+                out.append(Trait(kind, cid))
+    return out
+
+
+def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> list[Trait]:
+    if root is None:
+        return []
+    by_path = _paths(doc)
+    block_ids = {c.id for s in stacks for c in _outside_attention(doc, s)} | {s.id for s in stacks}
+    calls = [c for c in root.calls() if by_path.get(c.path) in block_ids]
+    multiplied = {id(r.value) for c in calls for e in c.events if isinstance(e, OpEvent)
+                  and _short(e.name) in ("mul", "__mul__", "__rmul__") for r in _refs(e.args)}
+    out = []
+    for call in calls:
+        for ev in call.events:
+            if isinstance(ev, OpEvent) and _short(ev.name) in ACTIVATIONS:
+                name = ACTIVATIONS[_short(ev.name)]
+                gated = any(id(v) in multiplied for v in _outs(ev))
+                out.append(Trait(f"gated {name}" if gated else name, by_path.get(call.path)))
+    return out
+
+
+def _outs(ev: OpEvent) -> list:
+    return [r.value for r in _refs(ev.out)]
+
+
+def _vocabulary(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
+    if root is None:
+        return []
+    by_path, best = _paths(doc), None
+    for call in root.calls():
+        if isinstance(call.module, nn.Embedding) and call.args:
+            idx = _refs(call.args[:1])
+            if idx and idx[0].value.kind == "input":
+                rows = call.module.num_embeddings
+                if best is None or rows > best.value:
+                    best = Trait(rows, by_path.get(call.path))
+    return [best] if best else []
+
+
+def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
+    config = getattr(model, "config", None)
+    stated = [Trait(getattr(config, name), None, name) for name in CONTEXT_FIELDS
+              if isinstance(getattr(config, name, None), int) and getattr(config, name) > 0]
+    if stated:
+        return stated
+    if root is None:
+        return []
+    by_path, out = _paths(doc), []
+    for call in root.calls():
+        if isinstance(call.module, nn.Embedding) and call.args:
+            idx = _refs(call.args[:1])
+            if idx and _made_by(idx[0].value, {"arange"}):
+                out.append(Trait(call.module.num_embeddings, by_path.get(call.path)))
+    return out[:1]
+
+
+def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
+    root = trace.root if trace is not None else None
+    stacks = _stacks(doc)
+    widths, heads, kv, ffn, experts = [], [], [], [], []
+    for stack in stacks:
+        width = _width(stack)
+        if width is not None:
+            widths.append(Trait(width, stack.id))
+        for comp in _descendants(doc, stack):
+            h = _fact(comp, "heads")
+            if h is not None:
+                heads.append(Trait(h, comp.id))
+                kv.append(Trait(_fact(comp, "kv_heads") or h, comp.id))
+        f, e = _ffn(doc, stack, width)
+        ffn += f
+        experts += e
+    arch = Architecture(
+        layers=tuple(Trait(s.repeat, s.id) for s in stacks), width=_distinct(widths), heads=_distinct(heads),
+        kv_heads=_distinct(kv), ffn=_distinct(ffn), experts=_distinct(experts),
+        vocabulary=_distinct(_vocabulary(model, doc, root)), context=_distinct(_context(model, doc, root)),
+        norms=_distinct(_norms(doc, root)), positions=_distinct(_positions(model, doc, root, stacks)),
+        activations=_distinct(_activations(doc, root, stacks)))
+    return replace(doc, architecture=arch)

@@ -1,0 +1,77 @@
+"""The catalog: architecture figures read off the code, the record and the config, one table across models;
+and the data flow each forward recorded."""
+
+import pytest
+
+from atlas import pipeline
+from atlas.spec import load
+
+SUITE = "tests/fixtures/hf_suite.py"
+
+
+def _doc(spec):
+    return pipeline.document(load(spec), pipeline.Settings(verify=False, cost=False))
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return _doc(f"{SUITE}:llama")
+
+
+def values(traits):
+    return [t.value for t in traits]
+
+
+def test_ldlm_architecture(ldlm_doc):
+    a = ldlm_doc.architecture
+    assert values(a.layers) == [12, 6, 12, 6]
+    assert [t.component for t in a.layers] == ["frozen_lm.transformer.h", "latent_encoder.blocks", "denoiser.layers",
+                                               "latent_decoder.blocks"]
+    assert values(a.width) == [768] and values(a.heads) == [12] and values(a.kv_heads) == [12]
+    assert values(a.ffn) == [3072] and values(a.experts) == []
+    assert values(a.vocabulary) == [50257] and values(a.context) == [1024]
+    assert values(a.norms) == ["LayerNorm", "RMSNorm"]
+    assert values(a.positions) == ["frozen", "learned"]           # GPT-2's table is frozen here
+    assert values(a.activations) == ["GELU"]
+
+
+def test_grouped_query_rotary_gated(llama):
+    a = llama.architecture
+    assert values(a.heads) == [4] and values(a.kv_heads) == [2]
+    assert values(a.positions) == ["rotary"] and a.positions[0].component == "model.layers.self_attn"
+    assert values(a.activations) == ["gated SiLU"] and values(a.norms) == ["RMSNorm"]
+    assert [(t.value, t.source) for t in a.context] == [(256, "max_position_embeddings")]
+
+
+def test_learned_positions_not_token_types():
+    a = _doc(f"{SUITE}:bert").architecture
+    assert [(t.value, t.component) for t in a.positions] == [("learned", "embeddings.position_embeddings")]
+    assert values(a.activations) == ["GELU"] and values(a.norms) == ["LayerNorm"]
+
+
+def test_experts_counted():
+    a = _doc(f"{SUITE}:olmoe").architecture
+    assert values(a.experts) == [4] and values(a.ffn) == [128]      # not the fused gate-and-up's 256
+
+
+def test_catalog_links_every_model(ldlm_doc, llama):
+    from atlas import render
+    files = render.render_catalog([ldlm_doc, llama])
+    page, es = files["catalog/index.md"], files["catalog/index.es.md"]
+    assert "| [LDLM](../ldlm/index.md) | 316,152,576" in page
+    assert "[12](../ldlm/frozen_lm/transformer/h/index.md) + [6](../ldlm/latent_encoder/blocks/index.md)" in page
+    assert "[4 / 2](../llamaforcausallm/model/layers/self_attn/index.md)" in page
+    assert "[gated SiLU](../llamaforcausallm/model/layers/mlp/act_fn.md)" in page
+    assert "`max_position_embeddings`" in page
+    assert "| Modelo |" in es and "tabla aprendida" in es and "SiLU con compuerta" in es
+
+
+def test_ldlm_data_flow(ldlm_doc):
+    flow = ldlm_doc.root.flow
+    labels = [n.label for n in flow.nodes]
+    assert labels == ["input_ids", "GPT-2 trunk", "Feature standardizer", "Latent encoder", "t", "noise", "Denoiser",
+                      "Latent decoder", "LM head", "output"]
+    assert (3, 6) in flow.edges and (4, 6) in flow.edges and (5, 6) in flow.edges
+    block = ldlm_doc.component("latent_encoder")
+    assert [(n.label, n.calls) for n in block.flow.nodes if n.kind == "module"][1] == ("Query norm", 1)
+    assert any(n.calls == 6 for n in block.flow.nodes)              # the loop over the blocks: one node
