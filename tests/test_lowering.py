@@ -116,6 +116,20 @@ class BatchHeadsMerge(nn.Module):
         return o.transpose(1, 2).reshape(B, T, 8)                   # heads merged: concat_h
 
 
+class DtypeExtreme(nn.Module):
+    """A mask filled with the lowest number of the scores' own dtype: it follows the dtype the check runs in."""
+
+    atlas_inputs = ("x:float32[B,T,8]",)
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        s = self.lin(x)
+        return s.masked_fill(s < 0, torch.finfo(s.dtype).min).softmax(-1)
+
+
 def _doc(model: nn.Module):
     loaded = spec.Loaded("inline", model, None)
     out = recording.record(model, walk.walk(loaded))
@@ -134,6 +148,7 @@ CASES = {
     BaddbmmKeywords: (r"0.5\,q\,{k}^{\mathsf T}", r"\mathbf{1}_{B\times T\times T}"),
     UnbindFromEnd: (r"\left[{:},\,{:},\,0\right]", r"\left[{:},\,{:},\,2\right]"),
     BatchHeadsMerge: (r"\operatorname{reshape}_{2B\times T\times 4}", r"\operatorname{concat}_h"),
+    DtypeExtreme: (r"\operatorname{lowest}\!\left(\mathrm{float32}\right) & \text{if } s<0",),
 }
 
 
