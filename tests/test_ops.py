@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from atlas.equations import composites, leaves, ops_math as m, ops_nn as n, ops_tensor as t, recurrent
 from atlas.equations.nodes import Evaluator, Node, Num, Printer, SizeOf, Sym
-from atlas.equations.scalars import Eps, Pi
+from atlas.equations.scalars import DtypeLimit, Eps, Pi
 
 g = torch.Generator().manual_seed(0)
 A = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
@@ -57,6 +57,9 @@ CASES = {
     "Min": (m.Min(a, b), torch.minimum(A, B), r"\min"),
     "Compare": (m.Compare(a, b, op="lt"), A < B, "<"),
     "Where": (m.Where(Sym("mask"), a, b), torch.where(A > 0, A, B), "cases"),
+    # finfo(x.dtype).min of a float32 record runs as the check's dtype's own (float64 here), as forward() does
+    "DtypeLimit": (m.Where(Sym("mask"), a, DtypeLimit(torch.finfo(torch.float32).min, limit="min", dtype="float32")),
+                   torch.where(A > 0, A, torch.finfo(torch.float64).min), r"\operatorname{lowest}\!\left(\mathrm{float32}"),
     "Mean": (m.Mean(a, SizeOf(4), dim=-1, keepdim=True), A.mean(-1, keepdim=True), r"\frac{1}{4}\sum_{j=1}^{4}"),
     "Sum": (m.Sum(a, SizeOf(4), dim=-1), A.sum(-1), r"\sum_{j=1}^{4}"),
     "Norm2": (m.Norm2(a, dim=-1, keepdim=True), A.norm(dim=-1, keepdim=True), r"\rVert_2"),

@@ -13,8 +13,10 @@ import ast
 import functools
 import math
 
+import torch
+
 from atlas.equations import ops_math as m
-from atlas.equations.nodes import Node, Num
+from atlas.equations.nodes import ATOM, Node, Num
 
 EPS_WORDS = ("eps", "epsilon")
 
@@ -71,6 +73,41 @@ def operands(expr: ast.expr, is_method: bool, index: int, key: str | None):
     return []
 
 
+class DtypeLimit(Num):
+    """torch.finfo(x.dtype).min or .max: the extreme finite number of x's dtype. The check runs it in the check's
+    precision, as forward() does (a float32 run's -3.4·10³⁸ is -1.8·10³⁰⁸ in float64)."""
+
+    __slots__ = ()
+
+    def tex(self, p):
+        word = "lowest" if self.meta["limit"] == "min" else "highest"
+        return r"\operatorname{" + word + r"}\!\left(\mathrm{" + self.meta["dtype"] + r"}\right)"
+
+    @property
+    def prec(self):
+        return ATOM
+
+    def run(self, ev):
+        info = torch.finfo(ev.dtype_of(getattr(torch, self.meta["dtype"])))
+        return info.min if self.meta["limit"] == "min" else info.max
+
+
+def _dtype_limit(node: ast.expr, scope: "_Scope") -> Node | None:
+    """`torch.finfo(t.dtype).min`: the limit of a tensor's own dtype (a literal dtype stays a number)."""
+    call = node.value
+    if not (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords and _name(call.func) == "finfo"
+            and isinstance(call.args[0], ast.Attribute) and call.args[0].attr == "dtype"):
+        return None
+    try:
+        dtype = scope.value(call.args[0])
+    except Exception:  # a name the frame does not hold
+        return None
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        return None
+    info = torch.finfo(dtype)
+    return DtypeLimit(getattr(info, node.attr), limit=node.attr, dtype=str(dtype).removeprefix("torch."))
+
+
 class _Scope:
     def __init__(self, scope) -> None:
         self.local, self.glob = scope
@@ -102,6 +139,8 @@ def rebuild(node: ast.expr, scope: _Scope) -> Node | None:
     """Nodes for a scalar expression; None where it is not one."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return Num(node.value)
+    if isinstance(node, ast.Attribute) and node.attr in ("min", "max") and isinstance(node.value, ast.Call):
+        return _dtype_limit(node, scope)
     if isinstance(node, (ast.Name, ast.Attribute)):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math":
             if node.attr == "pi":
