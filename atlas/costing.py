@@ -50,6 +50,9 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
         flops, causal, uncounted = costs.of(call)
         saved = record_of(trace, comp.module_paths[0]).saved
         act = activation_bytes(call, saved, first_for)
+        if _data_dependent(flops, causal, act):     # tokens per expert: no figure holds at the reference sizes
+            out.append(comp)
+            continue
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
                                            tuple(sorted(uncounted)))))
         itemsize = itemsize or _itemsize(model)
@@ -58,12 +61,18 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
             kv = kv + per * comp.instances
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
-    symbols = [str(s) for s in sorted(trace.symbols.values(), key=str)] if trace.symbols else []
+    own = [rec.symbols for rec in trace.extra.values()]     # parts the forward never calls: their own records
+    symbols = sorted({str(s) for table in [trace.symbols, *own] if table for s in table.values()})
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     summary = CostSummary(reference_sizes(model, symbols), int(kv) if kv != 0 and kv.is_Integer else None,
                           _attention_kernel(trace))
     return replace(doc, cost=root, cost_summary=summary)
+
+
+def _data_dependent(*exprs) -> bool:
+    """A cost in a number the data decides (u0: the tokens routed to an expert), which no input size fixes."""
+    return any(str(s)[:1] == "u" and str(s)[1:].isdigit() for e in exprs for s in getattr(e, "free_symbols", ()))
 
 
 def _itemsize(model: nn.Module) -> int:

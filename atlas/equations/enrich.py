@@ -126,7 +126,7 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
     if not run:
         return eq, sentence
     rec = record_of(trace, comp.module_paths[0])
-    check = verify(module, prog, call, rec.hints, budget_bytes, working=rec.dtype)
+    check = verify(module, prog, call, rec.hints, budget_bytes, working=rec.dtype, assumed=rec.assumed)
     return replace(eq, verification=check), sentence
 
 

@@ -4,7 +4,10 @@ One instance is materialized on the CPU at a time, never the whole model: a deep
 gets real storage, values from a fixed seed, float64 where it fits the memory budget (float32 where only
 that fits), and evaluation mode. It is called exactly as the model called it in the record (keyword
 arguments, tuples, flags), with random tensors in place of the recorded ones, at the sizes the record was
-made at, so every branch the code took holds again.
+made at, so every branch the code took holds again (a data-dependent size in its inputs, at the value the
+record assumed for it). Integer, boolean and complex inputs the model computed itself are remade from the
+record (`check_inputs`). forward() gets copies of the inputs: what it writes into them in place (a recurrent
+state) stays out of what the equations read.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import re
 import torch
 from torch import nn
 
-from atlas.equations.build import bound_arguments
+from atlas.equations.check_inputs import CheckInputs, copies
 from atlas.equations.ops_nn import Apply
 from atlas.equations.ops_tensor import Cast
 from atlas.equations.program import Program
+from atlas.equations.recorded import bound_arguments, refs, shape_symbols, unbacked
 from atlas.errors import where
 from atlas.i18n import msg
 from atlas.model import Verification
@@ -95,65 +99,6 @@ def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
     return inst.to(dtype).eval()
 
 
-class _Inputs:
-    """Random tensors standing for the recorded ones, one per recorded value."""
-
-    def __init__(self, inst: nn.Module, sizes: dict, dtype: torch.dtype, seed: int, working: str = "float32") -> None:
-        self.gen = torch.Generator().manual_seed(seed + 1)
-        self.sizes, self.dtype, self.working = sizes, dtype, working
-        tables = [m.num_embeddings for m in inst.modules() if isinstance(m, nn.Embedding)]
-        self.high = min(tables) if tables else 2        # indices stay in range of the smallest table they may meet
-        self.made: dict[int, torch.Tensor] = {}
-
-    def size(self, s):
-        if isinstance(s, (int, float)):
-            return s
-        value = s.subs({sym: self.sizes[str(sym)] for sym in s.free_symbols if str(sym) in self.sizes})
-        return int(value) if value.is_Integer else float(value)
-
-    def tensor(self, value, name: str):
-        if value.id in self.made:
-            return self.made[value.id]
-        if value.shape is None:                     # a number the record computed from sizes
-            return self.size(value.expr) if value.expr is not None else value.obj
-        shape = [self.size(s) for s in value.shape]
-        dt = getattr(torch, value.dtype)
-        if dt.is_floating_point:
-            working = dt.itemsize >= 4 or value.dtype == self.working      # the record's own precision
-            t = torch.randn(shape, generator=self.gen, dtype=torch.float64).to(self.dtype if working else dt)
-        elif dt == torch.bool:
-            t = torch.rand(shape, generator=self.gen) < 0.7
-        elif "position" in name and shape:
-            t = torch.arange(shape[-1], dtype=dt).expand(shape).clone()
-        else:
-            t = torch.randint(0, self.high, shape, generator=self.gen, dtype=dt)
-        self.made[value.id] = t
-        return t
-
-    def rebuild(self, x, name: str, default=inspect.Parameter.empty):
-        if isinstance(x, Ref):
-            return self.tensor(x.value, name)
-        if isinstance(x, Size):
-            return self.size(x.expr)
-        if isinstance(x, tuple):
-            return tuple(self.rebuild(i, name) for i in x)
-        if isinstance(x, list):
-            return [self.rebuild(i, name) for i in x]
-        if isinstance(x, dict):
-            return {k: self.rebuild(v, k) for k, v in x.items()}
-        if _is_object(x) and default is not inspect.Parameter.empty:
-            return default
-        return x
-
-
-def _is_object(x) -> bool:
-    if x is None or isinstance(x, (bool, int, float, str, torch.dtype, torch.device)):
-        return False
-    if isinstance(x, (tuple, list)):
-        return any(_is_object(i) for i in x)
-    return type(x).__module__.split(".")[0] not in ("torch", "builtins")
-
-
 def flat(x) -> list:
     """Tensors of a result in a fixed order: tuples and lists in order, dicts by their values."""
     if isinstance(x, torch.Tensor):
@@ -187,9 +132,10 @@ def tolerance_for(prog: Program, dtype: torch.dtype, working: str = "float32") -
 
 
 def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_bytes: int,
-           seed: int = 0, working: str = "float32") -> Verification:
+           seed: int = 0, working: str = "float32", assumed: dict | None = None) -> Verification:
     """float64 where one instance fits the budget; float32 where only that fits, or where forward() itself
-    refuses float64 (a grouped-matmul kernel)."""
+    refuses float64 (a grouped-matmul kernel). `assumed`: the record's value of each data-dependent size."""
+    sizes = check_sizes(call, sizes, assumed or {})
     numel = sum(p.numel() for p in module.parameters()) + sum(b.numel() for b in module.buffers())
     if numel * 4 > budget_bytes:
         return Verification(False, reason=msg(
@@ -197,23 +143,23 @@ def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_byt
             "%(size)s bytes even in float32, over the %(budget)s-byte budget",
             elements=numel, size=numel * 4, budget=budget_bytes))
     if numel * 8 <= budget_bytes:
-        first = _check(module, prog, call, sizes, torch.float64, seed, working)
-        if not (first.reason is not None and "not run: forward() failed" in str(first.reason)
-                and _DTYPE.search(str(first.reason))):
+        first, failed = _check(module, prog, call, sizes, torch.float64, seed, working)
+        if failed is None or not _DTYPE.search(failed):
             return first
-    return _check(module, prog, call, sizes, torch.float32, seed, working)
+    return _check(module, prog, call, sizes, torch.float32, seed, working)[0]
 
 
 _DTYPE = re.compile(r"dtype|Double|Float|Half|BF16|bfloat16|float64|expected scalar type", re.IGNORECASE)
 
 
 def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: torch.dtype, seed: int,
-           working: str) -> Verification:
+           working: str) -> tuple[Verification, str | None]:
+    """The verification, and forward()'s own error where it did not run."""
     tol = tolerance_for(prog, dtype, working)
     dname = str(dtype).removeprefix("torch.")
     torch.manual_seed(seed)
     inst = materialize(module, dtype, seed)
-    made = _Inputs(inst, sizes, dtype, seed, working)
+    made = CheckInputs(inst, module, sizes, dtype, seed, working)
     sig = inspect.signature(inst.forward)
     try:
         params = list(sig.parameters.values())
@@ -221,35 +167,49 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
         kwargs = {k: made.rebuild(v, k, sig.parameters[k].default if k in sig.parameters else inspect.Parameter.empty)
                   for k, v in call.kwargs.items()}
         named = bound_arguments(inst, args, kwargs)
+        own_args, own_kwargs = copies((args, kwargs))
         with torch.no_grad():
-            expected = flat(inst(*args, **kwargs))
+            expected = flat(inst(*own_args, **own_kwargs))
     except Exception as exc:  # the module itself does not run on these inputs: nothing to compare with
+        error = where(exc)
+        if made.made_up:
+            name, why = next(iter(made.made_up.items()))
+            return Verification(False, tolerance=tol, dtype=dname, reason=msg(
+                "not run: %(input)s could not be made as the model makes it (%(why)s), and forward() failed on a "
+                "made-up one: %(error)s", input="`" + name + "`", why=why, error=error)), error
         return Verification(False, tolerance=tol, dtype=dname,
-                            reason=msg("not run: forward() failed on the example inputs: %(error)s", error=where(exc)))
+                            reason=msg("not run: forward() failed on the example inputs: %(error)s", error=error)), error
     try:
         with torch.no_grad():
             got = flat(prog.run(inst, named, sizes, dtype, working))
     except Exception as exc:  # the equations could not be run: a failure, reported with its place
         return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
-                            reason=msg("the equations did not run: %(error)s", error=where(exc)))
+                            reason=msg("the equations did not run: %(error)s", error=where(exc))), None
     if len(expected) != len(got):
         return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                             reason=msg("the equations give %(got)s outputs, forward() gives %(expected)s",
-                                       got=len(got), expected=len(expected)))
+                                       got=len(got), expected=len(expected))), None
     worst = 0.0
     for e, a in zip(expected, got):
         if not isinstance(a, torch.Tensor) or tuple(a.shape) != tuple(e.shape):
             shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
             return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                                 reason=msg("the equations give shape %(got)s, forward() gives %(expected)s",
-                                           got=str(shape), expected=str(tuple(e.shape))))
+                                           got=str(shape), expected=str(tuple(e.shape)))), None
         worst = max(worst, _error(e, a))
     if worst <= tol:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
-        return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname)
+        return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname), None
     error, tolerance = f"{worst:.3g}", f"{tol:g}"
     return Verification(False, max_error=worst, tolerance=tol, dtype=dname,
                         reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
-                                   error=error, tolerance=tolerance))
+                                   error=error, tolerance=tolerance)), None
+
+
+def check_sizes(call: Call, sizes: dict, assumed: dict) -> dict:
+    """The record's sizes, and the assumed value of each data-dependent size in the call's input shapes (a
+    block of u0 routed tokens): the check makes its inputs at the sizes the record had."""
+    given = {str(s) for s in shape_symbols(r.value for r in refs((call.args, call.kwargs))) if unbacked(s)}
+    return {**sizes, **{k: v for k, v in assumed.items() if k in given}}
 
 
 def _error(e: torch.Tensor, a: torch.Tensor) -> float:

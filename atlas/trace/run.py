@@ -17,7 +17,7 @@ from torch import nn
 
 from atlas.errors import where
 from atlas.trace.record import Recorder
-from atlas.trace.structures import Call, Ref, Trace
+from atlas.trace.structures import Call, Guard, Ref, Trace
 from atlas.trace.symbolic import SymbolicInputs, quiet
 
 log = logging.getLogger("atlas")
@@ -37,6 +37,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
     with kept_state(model), _fake_tensors(model, si.mode) as originals:
         rec = Recorder(model, si.expr, names=names, originals=originals)
         rec.note_weights()
+        si.shape_env.on_guard = _guard_listener(rec, si)
         error = None
         # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
         # the hooks); fake tensors make the whole run cost no memory either way
@@ -52,7 +53,18 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
                   _working_dtype(model), error, specialized=tuple(si.specialized()),
                   specialized_at=tuple(si.specialized_sites()))
     trace.saved = rec.saved
+    trace.assumed = si.shape_env.assumed_values()
     return trace
+
+
+def _guard_listener(rec: Recorder, si: SymbolicInputs):
+    """Notes, on the module call running, each data-dependent value its code needed as a Python number (a loop's
+    count, a list index) and got from the assumed value: its steps then hold only for data taking the same path."""
+    def on_guard(expr, value, site: str) -> None:
+        if not rec.stack or getattr(expr, "is_Relational", False) or not getattr(value, "is_Integer", False):
+            return                      # a size test (is it 1?) inside an op is no count and no index
+        rec.stack[-1].guards.append(Guard(si.expr_of(expr), int(value), site))
+    return on_guard
 
 
 @contextlib.contextmanager

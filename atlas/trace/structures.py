@@ -84,6 +84,7 @@ class Call:
     forward_frame: int | None = None             # the number of the frame running the module's forward()
     skipped: bool = False           # a repeated list entry whose result was taken from its first entry's shape
     failed: str | None = None       # the error that stopped the call, if any
+    guards: list = field(default_factory=list)  # Guard: data-dependent values its own code needed as numbers
 
     def calls(self):
         """Every call inside this one, depth-first, this one included."""
@@ -91,6 +92,16 @@ class Call:
         for e in self.events:
             if isinstance(e, Call):
                 yield from e.calls()
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A data-dependent value (an unbacked symbol) that the code needed as a Python number while recording, and
+    got from the value assumed for it: a loop's count, a list index."""
+
+    expr: object                    # the sympy expression the code needed (u0)
+    value: object                   # what the assumption made it (2)
+    site: str                       # file:line of the model's code that needed it
 
 
 @dataclass
@@ -110,6 +121,7 @@ class Trace:
     specialized_at: tuple = ()      # "T = 6 (zoo.py:459)": each of them, its value and where it was fixed
     extra: dict = field(default_factory=dict)   # module path -> its own record (a module the model never calls)
     saved: dict = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward pass
+    assumed: dict = field(default_factory=dict)  # unbacked symbol name (u0) -> the value the run assumed for it
 
     def first_calls(self) -> dict:
         """module path -> its first call in the run."""

@@ -22,21 +22,21 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._sympy.functions import CeilDiv, FloorDiv, Mod, PythonMod
 
+from atlas.trace.record import is_user_file
+
 DECOMPOSE = {torch.ops.aten.constant_pad_nd.default}
 _NOT_SYMBOLIC = ("SymIntArrayRef expected to contain only concrete integers",
                  "Cannot call numel() on tensor with symbolic sizes")      # recurrent kernels: run their decompositions
 _QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
-_HERE = Path(__file__).name
-
 
 
 def _site() -> str:
-    """file:line of the innermost frame outside torch and this module (a frame walk: cheap enough per guard)."""
+    """file:line of the innermost frame of the model's code: not torch's, not the recorder's, not the standard
+    library's (a frame walk: cheap enough per guard)."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = frame.f_code.co_filename.replace("\\", "/")
-        if "/torch/" not in path and not path.endswith(_HERE) and "/contextlib" not in path:
-            return f"{Path(path).name}:{frame.f_lineno}"
+        if is_user_file(frame.f_code.co_filename):
+            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
 
@@ -50,11 +50,25 @@ class AssumingShapeEnv(ShapeEnv):
         super().__init__(**kwargs)
         self.assume = assume
         self.assumed: list[str] = []
+        self.on_guard = None            # called with (expression, value, file:line) where an assumption decided a guard
 
     def _get_sloc(self, framework_loc=None) -> SLoc:
         """Guards name the model's line, not the torch frame that took them."""
         sloc = super()._get_sloc(framework_loc)
         return SLoc(sloc.framework_loc, sloc.maybe_user_loc or _site())
+
+    def _log_real_tensor_propagation(self, orig_expr, unsound_result) -> None:
+        """A guard on a data-dependent value, decided by the value assumed for it."""
+        super()._log_real_tensor_propagation(orig_expr, unsound_result)
+        if self.on_guard is not None:
+            self.on_guard(orig_expr, unsound_result, _site())
+
+    def assumed_values(self) -> dict[str, object]:
+        """Each unbacked symbol's assumed value, by the name the record's sizes use (u0 -> 2)."""
+        out = {}
+        for sym, value in self.real_tensor_prop_unbacked_vals.items():
+            out[str(sym)] = int(value) if value.is_Integer else (bool(value) if value.is_Boolean else float(value))
+        return out
 
     def _assume(self, value, kind: str):
         if self.assume:
@@ -143,13 +157,16 @@ class SymbolicInputs:
         if isinstance(size, int):
             return size
         if isinstance(size, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            node_expr = size.node.expr
-            known = self._cache.get(node_expr)
-            if known is None:
-                expr = readable(self.shape_env.replace(node_expr).xreplace(self._map))
-                known = self._cache[node_expr] = int(expr) if expr.is_Integer else expr
-            return known
+            return self.expr_of(size.node.expr)
         return size
+
+    def expr_of(self, node_expr):
+        """A ShapeEnv expression in the model's symbols."""
+        known = self._cache.get(node_expr)
+        if known is None:
+            expr = readable(self.shape_env.replace(node_expr).xreplace(self._map))
+            known = self._cache[node_expr] = int(expr) if expr.is_Integer else expr
+        return known
 
     def specialized(self) -> list[str]:
         """Symbols the run fixed to their hint: code that needed their exact value (a Python int)."""

@@ -1,0 +1,133 @@
+"""The check against forward(), on constructs it once got wrong: inputs written in place, a Sequential documented
+as a component, cached multi-output tables, integer and complex inputs the model computes, data-dependent loops.
+
+Each model is in tests/fixtures/checks.py and goes through the CLI, `describe SPEC --json --verify`."""
+
+import json
+
+from atlas import recording, spec, walk
+from atlas.cli import main
+from atlas.trace.structures import Guard
+from conftest import ROOT
+
+CHECKS = ROOT / "tests" / "fixtures" / "checks.py"
+LOOP = "data-dependent loop: the count or index at checks.py:{line} comes from the data (u0, assumed 2 when " \
+       "recorded), so the recorded steps hold only for data that takes the same path"
+
+
+def describe(name: str, capsys) -> dict:
+    """The JSON document of a fixture model, described and checked; the command must succeed."""
+    code = main(["describe", f"{CHECKS}:{name}", "--json", "--verify"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return {c["id"]: c for c in json.loads(out.out)["components"]}
+
+
+def verified(comp: dict) -> bool:
+    v = comp["verification"]
+    return v is not None and v["verified"] is True and v["max_error"] <= v["tolerance"]
+
+
+def line_of(text: str, nth: int = 0) -> int:
+    found = [i for i, line in enumerate(CHECKS.read_text().splitlines(), 1) if text in line]
+    return found[nth]
+
+
+def test_forward_that_writes_into_its_input_is_checked_on_its_own_copy(capsys):
+    comps = describe("stateful", capsys)
+    cell = comps["cell"]
+    assert cell["equations"]["status"] == "derived"
+    assert verified(cell) and cell["verification"]["dtype"] == "float64"
+    assert verified(comps[""])
+
+
+def test_a_sequential_component_reads_its_own_entries(capsys):
+    comps = describe("seq_child", capsys)
+    body = comps["body"]
+    assert body["class"] == "torch.nn.modules.container.Sequential"
+    assert verified(body)
+    assert [s["links"] for s in body["equations"]["steps"]] == [["body.0-1"]]     # one loop over both entries
+
+
+def test_a_cached_meshgrid_is_made_again_in_the_component_that_reuses_it(capsys):
+    comps = describe("cached_meshgrid", capsys)
+    assert comps["b"]["equations"]["status"] == "derived"       # made in a's call, read in b's
+    assert verified(comps["a"]) and verified(comps["b"]) and verified(comps[""])
+
+
+def test_bucket_indices_the_model_computes_are_remade_for_the_check(capsys):
+    comps = describe("position_buckets", capsys)
+    assert [i["name"] for i in comps["bias"]["inputs"]] == ["x", "relative_position_buckets"]
+    assert verified(comps["bias"])              # made-up positions 0..T-1 would index past its 4 buckets
+
+
+def test_a_complex_table_the_model_computes_is_remade(capsys):
+    comps = describe("complex_rope", capsys)
+    rot = comps["rot"]
+    assert rot["inputs"][1]["dtype"] == "complex64"
+    assert verified(rot) and verified(comps[""])
+
+
+def test_a_complex_table_that_cannot_be_remade_is_made_up_as_complex(capsys):
+    comps = describe("buffer_rope", capsys)     # computed from the parent's buffer: random complex values
+    assert verified(comps["rot"])
+
+
+def test_an_index_that_cannot_be_remade_is_not_run_with_its_reason(capsys):
+    comps = describe("routed", capsys)
+    v = comps["lookup"]["verification"]
+    assert v["verified"] is False and v["max_error"] is None     # not run: no mismatch, exit 0
+    line = line_of("return x + self.table[idx + 2]")
+    assert v["reason"] == ("not run: `idx` could not be made as the model makes it (it is computed from "
+                           "`router.weight`, a weight of another component), and forward() failed on a made-up "
+                           f"one: IndexError: index 3 is out of bounds for dimension 0 with size 3 (checks.py:{line})")
+    assert verified(comps[""])
+
+
+def test_a_data_dependent_loop_is_not_derived(capsys):
+    comps = describe("loop_moe", capsys)
+    root = comps[""]
+    assert root["equations"]["status"] == "not derived"
+    assert root["equations"]["reason"] == LOOP.format(line=line_of("for e in torch.unique(choice).tolist()"))
+    assert root["verification"] is None
+
+
+def test_a_data_dependent_child_is_a_linked_step_of_its_parent(capsys):
+    comps = describe("dispatch", capsys)
+    moe = comps["moe"]
+    assert moe["equations"]["status"] == "not derived"
+    assert moe["equations"]["reason"] == LOOP.format(line=line_of("for e in torch.unique(choice).tolist()", 1))
+    root = comps[""]
+    assert [s["links"] for s in root["equations"]["steps"]] == [[], ["moe"]]
+    assert verified(root)
+    # the module the loop calls takes u3 rows: checked at the two rows the record assumed
+    expert = comps["moe.expert"]
+    assert expert["equations"]["status"] == "derived" and verified(expert)
+
+
+def test_the_record_notes_where_code_needed_a_data_dependent_number():
+    loaded = spec.load(f"{CHECKS}:loop_moe")
+    trace = recording.record(loaded.model, walk.walk(loaded), None).trace
+    loop = line_of("for e in torch.unique(choice).tolist()")
+    index = line_of("out[idx] = self.experts[e](x[idx])")
+    assert [(str(g.expr), g.value, g.site) for g in trace.root.guards] == [
+        ("u0", 2, f"checks.py:{loop}"), ("u1", 2, f"checks.py:{index}"), ("u2", 2, f"checks.py:{index}")]
+    assert all(isinstance(g, Guard) for g in trace.root.guards)
+    assert trace.assumed["u0"] == 2
+
+
+def test_pages_say_why_in_both_languages(tmp_path, capsys):
+    assert main(["build", f"{CHECKS}:loop_moe", "--docs", str(tmp_path)]) == 0
+    assert "equations verified for 2, not derived for 2, verification not run for 0" in capsys.readouterr().out
+    line = line_of("for e in torch.unique(choice).tolist()")
+    english = (tmp_path / "loopmoe" / "index.md").read_text()
+    assert f"**Equations not derived:** {LOOP.format(line=line)}." in english
+    spanish = (tmp_path / "loopmoe" / "index.es.md").read_text()
+    assert ("**Ecuaciones no derivadas:** bucle que depende de los datos: el número de vueltas o el índice en "
+            f"checks.py:{line} sale de los datos (u0, supuesto 2 al registrar)") in spanish
+
+
+def test_costs_in_a_number_the_data_decides_are_not_given(capsys):
+    comps = describe("loop_moe", capsys)
+    assert comps[""]["cost"] is None                        # the experts' FLOPs depend on the routing
+    assert comps["router"]["cost"]["flops"] == "64*B"
