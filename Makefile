@@ -32,7 +32,7 @@ serve: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 test: $(STAMP) $(NODE_STAMP) $(CHROMIUM)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 clean:
 	rm -rf site .pytest_cache test-artifacts

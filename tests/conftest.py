@@ -1,4 +1,5 @@
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -10,6 +11,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "models.py"
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 sys.path.insert(0, str(ROOT))
+if os.environ.get("PYTEST_XDIST_WORKER"):     # `make test` runs two workers on two cores: one torch thread each
+    import torch
+    torch.set_num_threads(1)
 
 
 def fixture_spec(name: str) -> str:
@@ -36,9 +40,21 @@ def page_math(text: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def ldlm_doc():
-    from atlas import describe
-    return describe()
+def ldlm_doc(tmp_path_factory):
+    """The LDLM, documented and verified once per test run: the first worker to need it generates it, the other
+    reads its JSON (`from_dict(as_dict(doc)) == doc`, tests/test_checkpoint.py)."""
+    from filelock import FileLock
+
+    from atlas import describe, serialize
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return describe()
+    path = tmp_path_factory.getbasetemp().parent / "ldlm_doc.json"
+    with FileLock(f"{path}.lock"):
+        if path.is_file():
+            return serialize.loads(path.read_text())
+        doc = describe()
+        path.write_text(serialize.dumps(serialize.as_dict(doc)))
+        return doc
 
 
 @pytest.fixture(scope="session")
@@ -62,3 +78,43 @@ def built_site(tmp_path_factory):
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work / "site", proc.stderr
+
+
+SYMBOL = re.compile(r"\\htmlData\{sym=([^}]*)\}\{")
+
+
+def _symbols(page: str) -> list[tuple[str, str]]:
+    """(hover key, name) of every symbol occurrence on a page."""
+    out = []
+    for m in SYMBOL.finditer(page):
+        depth, j = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(page[j], 0)
+            j += 1
+        out.append((m.group(1), page_math(page[m.end():j - 1])))
+    return out
+
+
+def symbols_checked(files: dict) -> int:
+    """Every page of `files`: no symbol names two values, no hover key two names, and no step defines a symbol
+    by itself (`x = x`). Returns how many symbol occurrences were checked."""
+    checked = 0
+    for path, text in files.items():
+        if not path.endswith(".md"):
+            continue
+        by_name, by_key = {}, {}
+        for key, name in _symbols(text):
+            assert by_name.setdefault(name, key) == key, (path, name, key, by_name[name])
+            assert by_key.setdefault(key, name) == name, (path, key)
+            checked += 1
+        for line in re.findall(r"\$\$\n\s*(.*?)\n\s*\$\$", text):
+            lhs, sep, rhs = page_math(line).partition(" = ")
+            assert not sep or lhs.strip() != rhs.strip(), (path, line)
+    return checked
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (`make test`), the tests of the built site share one worker, so the site is built once."""
+    for item in items:
+        if "built_site" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("site"))

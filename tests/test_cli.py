@@ -46,9 +46,10 @@ def test_bad_input_from_a_real_process(tmp_path):
     assert not (tmp_path / "d").exists()
 
 
-def test_describe_json_keys(capsys):
-    assert main(["describe", "--json", "--verify"]) == 0
-    data = json.loads(capsys.readouterr().out)
+def test_describe_json_keys(ldlm_doc):
+    """The LDLM's describe --json data (the CLI prints exactly serialize.as_dict: test_describe_verify_prints_json)."""
+    from atlas import serialize
+    data = json.loads(serialize.dumps(serialize.as_dict(ldlm_doc)))
     assert data["model"] == "LDLM"
     assert all(c["verification"]["verified"] for c in data["components"])
     assert {"parameters", "trained", "frozen", "buffers"} <= set(data["totals"])
@@ -60,6 +61,16 @@ def test_describe_json_keys(capsys):
     assert (comp["instances"], comp["parameters_per_instance"], comp["parameters_total"]) == (6, 1536, 9216)
     assert comp["rows"][0] == {**comp["rows"][0], "name": "weight", "shape": [768], "calculation": "768",
                                "count": 768, "trained": True}
+
+
+def test_describe_verify_prints_json(capsys):
+    from atlas import pipeline, serialize, spec
+    assert main(["describe", "tests/fixtures/nanogpt.py:gpt", "--json", "--verify"]) == 0
+    out = capsys.readouterr().out
+    doc = pipeline.document(spec.load("tests/fixtures/nanogpt.py:gpt"), pipeline.Settings())
+    assert out == serialize.dumps(serialize.as_dict(doc))
+    data = json.loads(out)
+    assert data["components"] and all(c["verification"]["verified"] for c in data["components"])
 
 
 def test_describe_fixture_by_file(capsys):

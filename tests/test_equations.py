@@ -1,7 +1,6 @@
 """Equations: derived from what forward() runs, filled with real hyper-parameters, verified against it."""
 
 import json
-import re
 import shutil
 
 import pytest
@@ -11,7 +10,7 @@ from atlas import pipeline, recording, shapes, spec, walk
 from atlas.cli import main
 from atlas.equations.enrich import EquationMismatch, enrich
 from atlas.model import EquationStatus
-from conftest import ROOT, fixture_spec, lines, page_math, summary
+from conftest import ROOT, fixture_spec, lines, page_math, summary, symbols_checked
 
 SOFTCAP = r"F = 50\,\tanh\!\Big(\frac{S}{50\,\sqrt{64}}\Big)"
 Q_NORM = (r"Q = {\gamma_{\mathrm{q\,norm}}}\odot \frac{{q}^{h}}"
@@ -83,35 +82,8 @@ def test_json_keys(ldlm_doc):
     assert v["verified"] is True and v["tolerance"] == 1e-9 and v["max_error"] == 1e-12 and v["reason"] is None
 
 
-SYMBOL = re.compile(r"\\htmlData\{sym=([^}]*)\}\{")
-
-
-def _symbols(page: str) -> list[tuple[str, str]]:
-    """(hover key, name) of every symbol occurrence on a page."""
-    out = []
-    for m in SYMBOL.finditer(page):
-        depth, j = 1, m.end()
-        while depth:
-            depth += {"{": 1, "}": -1}.get(page[j], 0)
-            j += 1
-        out.append((m.group(1), page_math(page[m.end():j - 1])))
-    return out
-
-
 def test_no_symbol_names_two_values_and_no_step_defines_itself(ldlm_files):
-    checked = 0
-    for path, text in ldlm_files.items():
-        if not path.endswith(".md"):
-            continue
-        by_name, by_key = {}, {}
-        for key, name in _symbols(text):
-            assert by_name.setdefault(name, key) == key, (path, name, key, by_name[name])
-            assert by_key.setdefault(key, name) == name, (path, key)
-            checked += 1
-        for line in re.findall(r"\$\$\n\s*(.*?)\n\s*\$\$", text):
-            lhs, sep, rhs = page_math(line).partition(" = ")
-            assert not sep or lhs.strip() != rhs.strip(), (path, line)
-    assert checked > 1000
+    assert symbols_checked(ldlm_files) > 1000
 
 
 # -- mutations of the reference code ------------------------------------------------------------

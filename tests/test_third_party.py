@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers")
 
 from atlas import accounting, pipeline, spec  # noqa: E402
 from atlas.cli import main  # noqa: E402
-from conftest import ROOT, lines  # noqa: E402
+from conftest import ROOT, lines, symbols_checked  # noqa: E402
 
 HF = ROOT / "tests" / "fixtures" / "hf_models.py"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -80,3 +80,11 @@ def test_pages_build(tmp_path, capsys):
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, capture_output=True,
                           text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_pages_name_each_value_once(name, hf_docs):
+    """Over every generated page of code we did not write: no symbol names two values, no step defines itself."""
+    from atlas import render
+    files = render.render(hf_docs[name])
+    assert symbols_checked(files) > 100
