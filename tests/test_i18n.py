@@ -82,7 +82,7 @@ def test_spanish_reference_page():
     for title in ("## Definición", "## Parámetros", "## Matemáticas", "## Ejemplos", "## Preguntas frecuentes",
                   "## Casos de uso", "## Se usa en", "## Comparación de capas de normalización"):
         assert title in page, title
-    assert "| [`BatchNorm1d`](batchnorm1d.md) | el lote (por canal) | sí |" in page
+    assert "| [BatchNorm1d](batchnorm1d.md) | el lote (por canal) | sí |" in page
     # the same examples, their comments and printed words in Spanish, each run as written
     english = files["reference/layernorm.md"]
     assert page.count("```python") == english.count("```python") and "forma de la salida: (4, 100, 512)" in page
