@@ -185,7 +185,7 @@ def test_reference_page(server, browser):
     page = browser.new_page()
     page.goto(base + "reference/layernorm/")
     headings = page.locator("h2").all_inner_texts()
-    assert [h.rstrip("¶") for h in headings[:4]] == ["Definition", "Parameters", "Math", "Examples"]
+    assert [h.rstrip("¶") for h in headings[:5]] == ["Definition", "Parameters", "Shapes", "Math", "Examples"]
     assert page.locator(".atlas-verified .katex, .arithmatex .katex").count() > 0
     assert "output shape: (4, 100, 512)" in " ".join(page.locator("pre").all_inner_texts())
     # "Used in" links to the component pages that instantiate it, and they link back
