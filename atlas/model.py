@@ -120,8 +120,8 @@ class EquationStatus(str, Enum):
 class Fact:
     """A hyper-parameter read off the verified steps: 12 heads of 64 features, softcap 50, query/key norms."""
 
-    kind: str                       # "heads" | "kv_heads" | "head_features" | "softcap" | "qk_norm"
-    value: float | int | bool
+    kind: str                       # "heads" | "kv_heads" | "head_features" | "softcap" | "qk_norm" | "norm"
+    value: float | int | bool | str     # a norm's form: "layer", "rms" or "l2"
     file: str | None = None         # where the code computes with it
     line: int | None = None
 

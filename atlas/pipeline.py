@@ -115,7 +115,7 @@ def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None,
 def generate(specs: list[str] | None = None, settings: Settings = Settings()) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched."""
     specs = list(specs or [DEFAULT_SPEC])
-    from atlas import reference, render      # jinja2 is needed only when pages are written
+    from atlas import reference_render, render      # jinja2 is needed only when pages are written
 
     docs, files, sources, loaded_models = [], {}, set(), []
     env = render.environment()
@@ -130,13 +130,13 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings()) ->
             raise site.AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
         docs.append(doc)
     with progress.stage("reference") as bar:
-        refs = [reference.page(cls, docs) for cls in reference.used_classes(docs)]
+        refs, index = reference_render.build([(doc, m.model) for doc, (_, m) in zip(docs, loaded_models)])
         bar.update()
     by_class = {r.qualname: r.slug for r in refs}
     with progress.stage("render") as bar:
         for doc in docs:
             files.update(render.render(doc, env, settings.site_url, settings.site_name, by_class))
-        files.update(render.render_reference(refs, docs, env))
+        files.update(reference_render.render(refs, index, docs, env))
         files.update(render.render_catalog(docs, env))
         bar.update()
     return Generated(docs, files, sorted(sources), refs,
@@ -165,12 +165,12 @@ def unchanged(specs: list | None = None, docs_dir: str | Path = "docs", settings
 
 def navigation(generated: Generated) -> dict:
     """The mkdocs nav of the generated pages, per language (kept with the fingerprint for unchanged builds)."""
-    from atlas import i18n, render
+    from atlas import i18n, reference_render, render
     out = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
             out[code] = render.catalog_nav() + [entry for doc in generated.docs for entry in render.nav(doc)] + \
-                render.reference_nav(generated.refs)
+                reference_render.nav(generated.refs)
     return out
 
 

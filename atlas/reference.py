@@ -1,17 +1,17 @@
-"""torch.nn reference pages: one per class the documented models use, generated from the real class.
+"""torch.nn reference pages: one per class the documented models use, and per class their comparison tables name.
 
-Signature and defaults come from `inspect.signature`; parameter descriptions from the
-class docstring's Args section; the math from the same equation registry as the component
-pages, verified the same way on an example instance; examples are executed at generation
-time with a fixed seed and their printed output is captured. FAQ, use cases, examples and
-family comparison tables are data files next to the templates (templates/reference/).
+Everything a page needs is generated from the real class: the signature (`inspect.signature`), what the class is
+and what each parameter does (the class docstring: its first paragraph and its Args section), a small instance
+with its shapes and its equations verified against forward() as a component's are (atlas/reference_instance.py),
+and an example that runs, with what it printed (atlas/reference_example.py). A data file next to the templates
+(templates/reference/<Class>.yml) may add a better summary, more examples, FAQ and use cases; families.yml holds
+the comparison tables. Texts from docstrings and data files go through the reference catalog.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,42 +20,52 @@ import torch
 import yaml
 from torch import nn
 
-from atlas.errors import AtlasError
+from atlas import i18n
 from atlas.i18n import Text
-from atlas.model import ModelDoc
+from atlas.model import DimNames, Equations, EquationStatus, Shapes
+from atlas.reference_index import Use
 
+log = logging.getLogger("atlas")
 DATA = Path(__file__).resolve().parent.parent / "templates" / "reference"
+SIGNATURE_WIDTH = 48            # longer signatures are written one parameter per line
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: str           # the docstring's type, e.g. "int or list or torch.Size"
-    default: str | None
-    text: str
+    kind: Text | str            # the docstring's type, e.g. "int or tuple"
+    default: str | None         # repr of the signature's default; None when required
+    text: Text | str
 
 
 @dataclass(frozen=True)
 class Example:
-    title: str
-    text: str
-    code: str
-    output: str
+    title: Text | str
+    text: Text | str
+    code: tuple[tuple[str, str], ...]       # (language, code)
+    output: tuple[tuple[str, str], ...]     # (language, what that code printed)
+    generated: bool = False
+
+    def code_in(self, language: str) -> str:
+        return dict(self.code)[language]
+
+    def output_in(self, language: str) -> str:
+        return dict(self.output)[language]
 
 
 @dataclass(frozen=True)
-class UsedIn:
-    model: str
-    slug: str
-    component: str
-    name: str
-    instances: int
+class FamilyRow:
+    cls: str                    # "torch.nn.LayerNorm"
+    slug: str | None            # its reference page, when the site has one
+    axes: Text | str
+    batch_dependent: bool
+    use: Text | str
 
 
 @dataclass(frozen=True)
 class Family:
-    title: str
-    rows: tuple[tuple[str, str, bool, str], ...]    # class, normalizes over, batch-dependent, typical use
+    title: Text | str
+    rows: tuple[FamilyRow, ...]
 
 
 @dataclass(frozen=True)
@@ -63,24 +73,37 @@ class ReferencePage:
     cls: str                    # "torch.nn.LayerNorm"
     qualname: str               # "torch.nn.modules.normalization.LayerNorm", as components name their class
     slug: str                   # "layernorm"
-    summary: str
+    summary: Text | str
     signature: str
     params: tuple[Param, ...]
-    equations: object           # the model's Equations of the example instance
-    example_instance: str
+    call: str | None            # the small instance: "nn.LayerNorm(normalized_shape=3)"
+    reason: Text | None         # why there is no example or math (a container, no small arguments)
+    shapes: Shapes | None
+    dims: DimNames
+    equations: Equations | None
     examples: tuple[Example, ...]
     family: Family | None
-    faq: tuple[tuple[str, str], ...]
-    uses: tuple[str, ...]
-    used_in: tuple[UsedIn, ...]
+    faq: tuple[tuple[Text | str, Text | str], ...]
+    uses: tuple[Text | str, ...]
+    used_in: tuple[Use, ...]
     torch_version: str
+
+    @property
+    def name(self) -> str:
+        return self.cls.rsplit(".", 1)[-1]
+
+    @property
+    def math(self) -> bool:
+        e = self.equations
+        return e is not None and e.status is not EquationStatus.NOT_DERIVED and bool(e.summary)
 
 
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+_DEFAULT = re.compile(r"\s*\(?\bDefaults?(?: value)?\s*:?\s*(?:`[^`]*`|[^\s`]+?)\s*\)?\.?\s*$")
 
 
 def _rst(text: str) -> str:
-    """RST roles and literals as plain words with code marks, math blocks dropped."""
+    """RST roles and literals as plain words with code marks, math blocks as inline math."""
     text = re.sub(r"\.\. math::(.*?)(?:\n\s*\n|\Z)",
                   lambda m: " $" + " ".join(m.group(1).split()) + "$. ", text, flags=re.S)
     text = _ROLE.sub(r"`\1`", text).replace("``", "`")
@@ -106,122 +129,132 @@ def parse_args(cls: type) -> dict[str, tuple[str, str]]:
     return {k: (kind, _rst(text)) for k, (kind, text) in out.items()}
 
 
+def described(cls: type) -> str:
+    """What the class is: its docstring's first paragraph."""
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    return _rst(doc.split("\n\n", 1)[0]) if doc else ""
+
+
+def _shown(cls: type) -> list[inspect.Parameter]:
+    return [p for p in inspect.signature(cls).parameters.values()
+            if not p.name.startswith("_") and p.name not in ("device", "dtype")]
+
+
 def signature(cls: type) -> tuple[str, tuple[Param, ...]]:
-    sig = inspect.signature(cls)
-    described = parse_args(cls)
+    """The constructor as the page writes it, and its parameters with the docstring's words.
+
+    A default is stated once, in the signature's words: the docstring's closing "Default: ..." is dropped."""
+    args = parse_args(cls)
     shown, params = [], []
-    for p in sig.parameters.values():
-        if p.name.startswith("_") or p.name in ("device", "dtype"):
-            continue
+    for p in _shown(cls):
         default = None if p.default is inspect.Parameter.empty else repr(p.default)
         shown.append(p.name if default is None else f"{p.name}={default}")
-        kind, text = described.get(p.name, ("", ""))
-        params.append(Param(p.name, kind, default, _text(text)))
-    return f"torch.nn.{cls.__name__}({', '.join(shown)})", tuple(params)
+        kind, text = args.get(p.name, ("", ""))
+        if default is not None:
+            text = _DEFAULT.sub("", text)
+        kind = re.sub(r",?\s*optional$", "", kind.strip())
+        params.append(Param(p.name, _text(kind), default, _text(text)))
+    one_line = f"torch.nn.{cls.__name__}({', '.join(shown)})"
+    if len(one_line) <= SIGNATURE_WIDTH or not shown:
+        return one_line, tuple(params)
+    return f"torch.nn.{cls.__name__}(\n" + "".join(f"    {s},\n" for s in shown) + ")", tuple(params)
 
 
-_FLOAT = re.compile(r"-?\d+\.\d{5,}(?:e[-+]?\d+)?")
-
-
-def run_example(code: str, where: str) -> str:
-    """Run an example with a fixed seed; its printed output, with floats rounded to 4 decimals."""
-    torch.manual_seed(0)
-    torch.set_printoptions(precision=4, sci_mode=False)
-    buffer = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buffer):
-            exec(compile(code, where, "exec"), {"__name__": "__atlas_example__"})
-    except Exception as exc:
-        raise AtlasError(f"{where}: the example raised {type(exc).__name__}: {exc}") from None
-    finally:
-        torch.set_printoptions(profile="default")
-    return _FLOAT.sub(lambda m: f"{float(m.group(0)):.4f}", buffer.getvalue()).rstrip()
-
-
-def load_data(cls: type) -> dict | None:
+def load_data(cls: type) -> dict:
     path = DATA / f"{cls.__name__}.yml"
-    return yaml.safe_load(path.read_text()) if path.is_file() else None
+    return yaml.safe_load(path.read_text()) if path.is_file() else {}
 
 
 def families() -> dict:
     return yaml.safe_load((DATA / "families.yml").read_text())
 
 
-def used_classes(docs: list[ModelDoc]) -> list[type]:
-    """torch.nn classes instantiated by the documented models, that have reference data."""
-    found = []
-    for doc in docs:
-        for comp in doc.components:
-            module, _, name = comp.cls.rpartition(".")
-            if module.startswith("torch.nn.modules."):
-                cls = getattr(nn, name, None)
-                if cls is not None and cls not in found and load_data(cls) is not None:
-                    found.append(cls)
-    return sorted(found, key=lambda c: c.__name__)
+def _family_of(cls: type) -> str | None:
+    name = f"torch.nn.{cls.__name__}"
+    return next((k for k, f in families().items() if any(m["class"] == name for m in f["members"])), None)
 
 
-def page(cls: type, docs: list[ModelDoc]) -> ReferencePage:
-    from atlas import recording, shapes, spec, walk
-    from atlas.equations.enrich import enrich
+def page_classes(used: dict[type, list]) -> list[type]:
+    """The classes the models use, and the classes their comparison tables name, by name."""
+    out = set(used)
+    for key, fam in families().items():
+        members = [getattr(nn, m["class"].rsplit(".", 1)[-1]) for m in fam["members"]]
+        if any(c in out for c in members):
+            out.update(members)
+    return sorted(out, key=lambda c: c.__name__)
 
+
+def page(cls: type, used_in: list[Use], slugs: dict[str, str] | None = None) -> ReferencePage:
+    """The reference page of `cls`; `slugs` maps the classes that have pages ("torch.nn.X") to their slug."""
+    from atlas import reference_example, reference_instance
     data = load_data(cls)
     where = f"templates/reference/{cls.__name__}.yml"
-    instance = eval(data["instance"], {"nn": nn, "torch": torch})   # the data file's own example instance
-    loaded = spec.Loaded(f"torch.nn.{cls.__name__}", instance, None)
-    outcome = recording.record(instance, walk.walk(loaded), list(data["inputs"]))
-    doc = enrich(instance, outcome.doc, outcome.trace, shapes.inputs_mod.vocabulary(None, None))
-    equations = doc.root.equations
-    if not (equations.verification and equations.verification.verified):
-        raise AtlasError(f"{where}: the equations of {data['instance']} are not verified: "
-                         f"{equations.reason or equations.verification.reason}")
+    instance = reference_instance.build(cls)
+    doc = reference_instance.record(instance) if instance.runs else None
+    examples = []
+    if instance.runs:
+        examples.append(_example(i18n.msg("On a small input"), i18n.msg(
+            "Written from the signature: the required arguments take small values, and the input has the shape "
+            "the layer takes."), lambda: reference_example.generated(instance),
+            f"the generated example of torch.nn.{cls.__name__}", generated=True))
+    for e in data.get("examples", ()):
+        examples.append(_example(_text(e["title"]), _text(e.get("text", "")),
+                                 lambda code=e["code"].rstrip(): reference_example.localized(code),
+                                 f"{where} example '{e['title']}'"))
+    fam = _family_of(cls)
+    family = None
+    if fam is not None:
+        spec = families()[fam]
+        family = Family(_text(spec["title"]), tuple(
+            FamilyRow(m["class"], (slugs or {}).get(m["class"]), _text(m["axes"]), m["batch_dependent"],
+                      _text(m["use"])) for m in spec["members"]))
     sig, params = signature(cls)
-    examples = tuple(Example(_text(e["title"]), _text(e.get("text", "")), e["code"].rstrip(),
-                             run_example(e["code"], f"{where} example '{e['title']}'")) for e in data["examples"])
-    fam = None
-    if data.get("family"):
-        spec_ = families()[data["family"]]
-        fam = Family(_text(spec_["title"]), tuple(
-            (m["class"], _text(m["axes"]), m["batch_dependent"], _text(m["use"])) for m in spec_["members"]))
-    qual = f"{cls.__module__}.{cls.__name__}"
-    used = tuple(UsedIn(d.name, d.slug, c.id, c.name, c.instances)
-                 for d in docs for c in d.components if c.cls == qual)
-    return ReferencePage(f"torch.nn.{cls.__name__}", qual, cls.__name__.lower(), _text(data["summary"]), sig, params,
-                         equations, data["instance"], examples, fam,
-                         tuple((_text(f["q"]), _text(f["a"])) for f in data.get("faq", ())),
-                         tuple(_text(u) for u in data.get("uses", ())), used, torch.__version__)
+    root = doc.root if doc is not None else None
+    return ReferencePage(
+        f"torch.nn.{cls.__name__}", f"{cls.__module__}.{cls.__name__}", slug(cls),
+        _text(data.get("summary") or described(cls)), sig, params,
+        instance.call if instance.runs else None, instance.reason,
+        root.shapes if root else None, doc.dims if doc else DimNames(), root.equations if root else None,
+        tuple(examples), family,
+        tuple((_text(f["q"]), _text(f["a"])) for f in data.get("faq", ())),
+        tuple(_text(u) for u in data.get("uses", ())), tuple(used_in), torch.__version__)
 
 
-def _text(value: str) -> Text | str:
+def slug(cls: type) -> str:
+    return cls.__name__.lower()
+
+
+def _example(title, text, code_of, where: str, generated: bool = False) -> Example:
+    """An example's code in every language, each run on its own."""
+    code, output = [], []
+    for language in i18n.LANGUAGES:
+        with i18n.language(language):
+            source = code_of()
+        code.append((language, source))
+        output.append((language, reference_example_run(source, f"{where} ({language})")))
+    return Example(title, text, tuple(code), tuple(output), generated)
+
+
+def reference_example_run(code: str, where: str) -> str:
+    from atlas.reference_example import run
+    return run(code, where)
+
+
+def _text(value) -> Text | str:
     """A data file's prose, or a docstring's, as a message of the reference catalog."""
     value = " ".join(str(value).split()) if value else ""
     return Text(value) if value else value
 
 
+def translated(text) -> bool:
+    """Whether the active language has this docstring or data text (English always has it)."""
+    if not isinstance(text, Text) or i18n.active() == i18n.DEFAULT:
+        return True
+    found = i18n.catalog(i18n.active(), "reference").get(text.msgid)
+    return found is not None and bool(found.string) and not found.fuzzy
+
+
 def messages():
-    """(text, where) for every translatable string of the reference data and its classes' docstrings."""
-    fams = families()
-    for name, fam in sorted(fams.items()):
-        where = "templates/reference/families.yml"
-        yield _text(fam["title"]), where
-        for m in fam["members"]:
-            yield _text(m["axes"]), where
-            yield _text(m["use"]), where
-    for path in sorted(DATA.glob("*.yml")):
-        if path.name == "families.yml":
-            continue
-        data = yaml.safe_load(path.read_text())
-        where = f"templates/reference/{path.name}"
-        yield _text(data["summary"]), where
-        for e in data["examples"]:
-            yield _text(e["title"]), where
-            if e.get("text"):
-                yield _text(e["text"]), where
-        for f in data.get("faq", ()):
-            yield _text(f["q"]), where
-            yield _text(f["a"]), where
-        for u in data.get("uses", ()):
-            yield _text(u), where
-        cls = getattr(nn, path.stem)
-        for param in signature(cls)[1]:
-            if param.text:
-                yield param.text, f"torch.nn.{path.stem} docstring"
+    """The reference catalog's messages (atlas/reference_catalog.py), for `python -m atlas.catalogs`."""
+    from atlas.reference_catalog import messages as all_messages
+    yield from all_messages()

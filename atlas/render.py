@@ -211,31 +211,6 @@ def catalog_nav() -> list:
     return [{i18n.gettext("Catalog"): catalog.PAGE}]
 
 
-def render_reference(refs, docs, env: jinja2.Environment | None = None) -> dict[str, str]:
-    """reference/<class>.md for each torch.nn class the documented models use."""
-    env = env or environment()
-    template = env.get_template("reference.md.j2")
-    by_slug = {d.slug: d for d in docs}
-    files = {}
-    for ref in refs:
-        here = f"reference/{ref.slug}.md"
-
-        def used_href(u, here=here):
-            doc = by_slug[u.slug]
-            return paths.link(here, paths.page_path(doc, doc.component(u.component)))
-
-        for code in i18n.LANGUAGES:
-            with i18n.language(code):
-                files[paths.localized(here, code)] = template.render(ref=ref, used_href=used_href)
-    return files
-
-
-def reference_nav(refs) -> list:
-    """The nav section of the reference pages, titled in the active language."""
-    title = i18n.gettext("torch.nn reference")
-    return [{title: [{ref.cls: f"reference/{ref.slug}.md"} for ref in refs]}] if refs else []
-
-
 def nav(doc: ModelDoc) -> list:
     """The mkdocs nav for one model, in tree order: composites are sections with their page first."""
 

@@ -94,9 +94,9 @@ def test_every_page_loads_clean(server, browser):
     import json
     components = len(json.loads((site / "ldlm" / "atlas.json").read_text())["components"])
     references = len(list((site / "reference").glob("*/index.html")))
-    assert references == 6
-    # every component page, reference page and the home, in English and in Spanish
-    assert checked == 2 * (components + references + 1)
+    assert references == 13 and (site / "reference" / "index.html").is_file()
+    # every component page, reference page, the reference index and the home, in English and in Spanish
+    assert checked == 2 * (components + references + 2)
     broken = []
     for link in sorted(links):
         try:
@@ -185,7 +185,7 @@ def test_reference_page(server, browser):
     page = browser.new_page()
     page.goto(base + "reference/layernorm/")
     headings = page.locator("h2").all_inner_texts()
-    assert [h.rstrip("¶") for h in headings[:4]] == ["Definition", "Parameters", "Math", "Examples"]
+    assert [h.rstrip("¶") for h in headings[:5]] == ["Definition", "Parameters", "Shapes", "Math", "Examples"]
     assert page.locator(".atlas-verified .katex, .arithmatex .katex").count() > 0
     assert "output shape: (4, 100, 512)" in " ".join(page.locator("pre").all_inner_texts())
     # "Used in" links to the component pages that instantiate it, and they link back

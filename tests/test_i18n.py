@@ -82,10 +82,10 @@ def test_spanish_reference_page():
     for title in ("## Definición", "## Parámetros", "## Matemáticas", "## Ejemplos", "## Preguntas frecuentes",
                   "## Casos de uso", "## Se usa en", "## Comparación de capas de normalización"):
         assert title in page, title
-    assert "| `torch.nn.BatchNorm1d` | el lote (por canal) | sí |" in page
-    # the examples, their code and output are shared
+    assert "| [BatchNorm1d](batchnorm1d.md) | el lote (por canal) | sí |" in page
+    # the same examples, their comments and printed words in Spanish, each run as written
     english = files["reference/layernorm.md"]
-    assert page.count("```python") == english.count("```python") and "output shape: (4, 100, 512)" in page
+    assert page.count("```python") == english.count("```python") and "forma de la salida: (4, 100, 512)" in page
 
 
 def test_english_without_babel_is_what_cldr_says():

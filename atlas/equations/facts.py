@@ -1,10 +1,11 @@
 """Hyper-parameters read off a program's verified steps: heads and their features, logit softcaps, query/key
-normalization. Each comes with the line of code that computes with it."""
+normalization, and the form of a normalization (layer, RMS or L2 norm). Each comes with the line of code that
+computes with it."""
 
 from __future__ import annotations
 
 from atlas.equations import ops_math as m
-from atlas.equations.nodes import Num, Sym
+from atlas.equations.nodes import Node, Num, Sym
 from atlas.equations.ops_tensor import Heads
 from atlas.equations.program import Program
 from atlas.equations.scalars import value_of
@@ -40,6 +41,9 @@ def facts(prog: Program) -> tuple[Fact, ...]:
                 and not any(f.kind == "qk_norm" for f in out) and _other_normalized(prog, sym.stream, resolve):
             split = next((n for n in step.node.walk() if isinstance(n, Heads)), step.node)
             out.append(Fact("qk_norm", True, *_site(split)))
+    form = _norm_form(prog, resolve)
+    if form is not None:
+        out.append(Fact("norm", form[0], *_site(form[1])))
     if heads:
         q = heads.get("q") or next(iter(heads.values()))
         kv = heads.get("k") or heads.get("v")
@@ -89,3 +93,63 @@ def _other_normalized(prog, stream: str, resolve) -> bool:
     """Both queries and keys are normalized, not just one of them."""
     other = "k" if stream == "q" else "q"
     return any(prog.symbols[s.key].stream == other and _normalizes(s.node, resolve) for s in prog.steps)
+
+
+def _norm_form(prog: Program, resolve):
+    """(form, node) for the first normalization of the steps: "layer" divides a centred value by the square root of
+    its variance, "rms" divides by the square root of a mean of squares without centring, "l2" by a 2-norm."""
+    for step in prog.steps:
+        for node in step.node.walk():
+            if isinstance(node, m.Div) and isinstance(resolve(node.args[0]), m.Norm2) \
+                    and _root_of_size(resolve(node.args[0]), node.args[1], prog, resolve):
+                return "rms", node          # ‖x‖₂ / √d: the root mean square of d features
+            if isinstance(node, m.Norm2):
+                return "l2", node
+            if isinstance(node, (m.Sqrt, m.Rsqrt)):
+                form = _spread(node.args[0], resolve)
+                if form is not None:
+                    return form, node
+    return None
+
+
+def _root_of_size(norm, divisor, prog: Program, resolve) -> bool:
+    """The divisor is √d, d being the size of the axis the 2-norm sums over (where the program knows it)."""
+    value = value_of(resolve(divisor))
+    if value is None or value <= 1:
+        return False
+    d = round(value * value)
+    if abs(d - value * value) > 1e-9 * d:
+        return False
+    x = resolve(norm.args[0])
+    shape = prog.symbols[x.key].shape if isinstance(x, Sym) and x.key in prog.symbols else None
+    axis = norm.meta.get("dim")
+    axis = axis[0] if isinstance(axis, (tuple, list)) and len(axis) == 1 else axis
+    if shape and isinstance(axis, int) and -len(shape) <= axis < len(shape) and isinstance(shape[axis], int):
+        return shape[axis] == d
+    return True
+
+
+def _spread(node, resolve, depth=0):
+    """"layer" for a variance (of a centred value), "rms" for a mean of squares, found under `node`."""
+    node = resolve(node)
+    if depth > 6 or not hasattr(node, "args"):
+        return None
+    if isinstance(node, m.Var):
+        return "layer"
+    if isinstance(node, m.Mean):
+        inner = resolve(node.args[0])
+        base = None
+        if isinstance(inner, m.Pow) and value_of(inner.args[1]) == 2:
+            base = resolve(inner.args[0])
+        elif isinstance(inner, m.Mul) and inner.args[0] == inner.args[1]:
+            base = resolve(inner.args[0])
+        if base is not None:
+            centred = isinstance(base, m.Sub) and isinstance(resolve(base.args[1]), m.Mean)
+            return "layer" if centred else "rms"
+        return None
+    for a in node.args:
+        if isinstance(a, (Node, Sym)):
+            found = _spread(a, resolve, depth + 1)
+            if found is not None:
+                return found
+    return None

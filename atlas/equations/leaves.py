@@ -113,10 +113,8 @@ def rms_norm(b: LeafBuilder, x):
     mod = b.module
     if len(mod.normalized_shape) != 1:
         raise Unsupported(msg("RMSNorm over %(n)s axes", n=len(mod.normalized_shape)))
-    if mod.eps is None:
-        raise Unsupported(msg("RMSNorm with eps=None uses the dtype's machine epsilon"))
     d = SizeOf(mod.normalized_shape[0])
-    eps = b.const("eps", float(mod.eps))
+    eps = m.MachineEpsilon(x) if mod.eps is None else b.const("eps", float(mod.eps))
     ms, s1 = b.step("ms", m.Mean(m.Pow(x, Num(2)), d, dim=-1, keepdim=True), r"\mathrm{ms}_d({x})", x)
     core = m.Div(x, m.Sqrt(m.Add(ms, eps)))
     return Leaf(_affine(b, core), [s1], inline=False,

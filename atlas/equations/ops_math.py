@@ -124,6 +124,24 @@ class Rsqrt(Node):
         return 1 / torch.sqrt(a) if isinstance(a, torch.Tensor) else 1 / math.sqrt(a)
 
 
+class MachineEpsilon(Node):
+    """The machine epsilon of the argument's floating-point type, computed in its opmath type (half and bfloat16
+    in float32), as torch's norms use it when eps is None."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        return r"\epsilon_{\mathrm{mach}}"
+
+    @staticmethod
+    def of(dtype: str) -> float:
+        return torch.finfo(getattr(torch, dtype)).eps
+
+    def run(self, ev, x):
+        dtype = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+        return torch.tensor(torch.finfo(dtype).eps, dtype=x.dtype)
+
+
 class Reciprocal(Node):
     prec, elementwise = ATOM, True
 

@@ -63,6 +63,11 @@ def notations(prog: Program) -> tuple:
                 seen.add("merge")
                 out.append((r"\operatorname{concat}_h(O)", msg("the heads of O put back side by side: the positions "
                                                                "axis moved before the heads, then a reshape")))
+            elif isinstance(node, m.MachineEpsilon) and "eps" not in seen:
+                seen.add("eps")
+                out.append((r"\epsilon_{\mathrm{mach}}", msg("the machine epsilon of the input's floating-point type "
+                                                              "(%(eps)s in float32), which torch adds when eps is None",
+                                                              eps="%.3g" % m.MachineEpsilon.of("float32"))))
             elif isinstance(node, Attention) and node.meta.get("causal") and "causal" not in seen:
                 seen.add("causal")
                 out.append((r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}",
