@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from atlas import i18n, names
+from atlas import i18n, repeats
+from atlas.inputs import dim_words
 from atlas.i18n import msg, msgn
 
 
@@ -46,25 +47,19 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _names_in_their_language(comp) -> bool:
-    """Names read from code are English words; only an English page can inflect them."""
-    return comp.name_is_prose and i18n.active() == names.LANGUAGE
-
-
 def repeat_label(comp) -> str:
-    """The breadcrumb form of a repeated component: "6 encoder blocks", or "6 × TransformerEncoderLayer"."""
-    if comp.repeat <= 1:
-        return comp.name
-    if _names_in_their_language(comp):
-        return f"{comp.repeat} {names.plural(names.lower_first(comp.name))}"
-    return f"{comp.repeat} × {comp.name}"
+    """The nav and breadcrumb form of a component: "6 encoder blocks" (en), "6 bloques encoder" (es), "6 × MLP"."""
+    return repeats.label(comp)
 
 
-def instances_noun(repeating) -> str:
-    """The noun for "× 6 blocks": the repeating ancestor's last word, plural; "instances" otherwise."""
-    if repeating is None or not _names_in_their_language(repeating):
-        return i18n.gettext("instances")
-    return names.plural(names.lower_first(repeating.name).split()[-1])
+def repeat_count(repeating, n: int) -> str:
+    """The "6 blocks" of "× 6 blocks = ...", in the page's language; "12 instances" without a repeating ancestor."""
+    return repeats.count(repeating, n)
+
+
+def one_of(comp) -> str:
+    """The tag of a repeated component: "one of 6 blocks", "uno de 6 bloques"."""
+    return repeats.one_of(comp)
 
 
 def compact_symbol(expr: str) -> str:
@@ -75,7 +70,7 @@ def compact_symbol(expr: str) -> str:
 def dim_label(dim, names) -> str:
     """One dim for a page: "T positions", "2T positions", "768 d", "2304 = 3d", or a bare size."""
     if dim.symbolic:
-        return f"{compact_symbol(dim.symbol)} {dim.name}" if dim.name else compact_symbol(dim.symbol)
+        return f"{compact_symbol(dim.symbol)} {dim_words(dim.name)}" if dim.name else compact_symbol(dim.symbol)
     labels = dict(names.fixed)
     if dim.value in labels:
         return f"{dim.value} {labels[dim.value]}"
@@ -110,7 +105,7 @@ def frozen_part(p) -> str:
 
 
 def symbol_entry(pair) -> str:
-    return f"{pair[0]} {md_text(pair[1])}"
+    return f"{pair[0]} {md_text(dim_words(pair[1]))}"
 
 
 def aligned_line(tex: str) -> str:
@@ -347,5 +342,6 @@ FILTERS = {
     "md_text": md_text,
     "md_code": md_code,
     "repeat_label": repeat_label,
-    "instances_noun": instances_noun,
+    "repeat_count": repeat_count,
+    "one_of": one_of,
 }

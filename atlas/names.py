@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import re
 
-# Names come from code, whose words are English; `plural` inflects them on English pages only.
-LANGUAGE = "en"
-
 # Abbreviations common in model code, expanded word by word when an attribute name is made readable.
 _WORDS = {
     "attn": "attention", "mlp": "MLP", "ffn": "FFN", "fc": "FC", "ln": "LN", "qkv": "QKV",
@@ -70,15 +67,6 @@ def _word(word: str, class_name: str) -> str | None:
 
 def _squash(text: str) -> str:
     return text.replace("_", "").lower()
-
-
-def plural(name: str) -> str:
-    """English plural of a display name's last word: "encoder block" -> "encoder blocks"."""
-    if re.search(r"(s|x|z|ch|sh)$", name):
-        return name + "es"
-    if re.search(r"[^aeiou]y$", name):
-        return name[:-1] + "ies"
-    return name + "s"
 
 
 def lower_first(name: str) -> str:

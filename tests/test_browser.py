@@ -203,7 +203,7 @@ def test_spanish_site_and_language_switch(server, browser):
     page.goto(base + "ldlm/latent_encoder/blocks/")
     _switch_language(page, "es", "**/es/ldlm/latent_encoder/blocks/")
     text = page.locator("article").inner_text()
-    assert "× 6 instancias = 49.587.456" in text and "Rutas del módulo" in text
+    assert "× 6 bloques = 49.587.456" in text and "Rutas del módulo" in text
     assert page.locator(".md-search__input").get_attribute("placeholder") == "Búsqueda"
     # the interactive parts work in Spanish too: the steps open, the math is rendered
     page.locator("details summary", has_text="Los 26 pasos").click()

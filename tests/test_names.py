@@ -36,10 +36,9 @@ def test_an_attribute_kept_as_written_is_code_not_prose():
     assert display_name(nn.Embedding(2, 2), "wte") == ("WTE", True)
 
 
-def test_plural_and_lower():
-    assert names.plural(names.lower_first("Encoder block")) == "encoder blocks"
-    assert names.plural("MLP") == "MLPs"
-    assert names.plural("layer_norm query") == "layer_norm queries"
+def test_lower_first():
+    assert names.lower_first("Encoder block") == "encoder block"
+    assert names.lower_first("MLP") == "MLP"
     assert names.lower_first("Block") == "block"
 
 
