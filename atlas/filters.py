@@ -168,6 +168,18 @@ def math(tex: str, e) -> str:
     return marked(tex, e.names(), e.streams(), "")
 
 
+def symbol_names(e) -> str:
+    """The page's symbols by hover key, each named in plain text, as JSON for a single-quoted HTML attribute: the
+    labels docs/assets/atlas.js gives the symbols it makes focusable ("Highlight every occurrence of Δ_attn")."""
+    import html
+    import json
+
+    from atlas.equations.markup import hover_key, plain_name
+    names = {hover_key("", s.key): plain_name(s.tex) for s in e.symbols}
+    text = json.dumps(names, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return html.escape(text, quote=False).replace("'", "&#x27;")
+
+
 def plain_math(tex: str, e) -> str:
     """The line as a reader sees it: names only (for labels and the JSON)."""
     from atlas.equations.markup import plain
@@ -179,30 +191,6 @@ def step_shape(step, names) -> str:
     if not step.shape:
         return ""
     return "[" + ", ".join(compact_symbol(d.symbol) if d.symbolic else str(d.value) for d in step.shape) + "]"
-
-
-def _html(text) -> str:
-    import html
-    return html.escape(str(text), quote=True)
-
-
-def tree_item(node, trained_total: int) -> str:
-    """One node of the overview's explorable tree, as nested HTML (composites fold open)."""
-    c = node.comp
-    percent = i18n.percent(node.share)
-    width = f"{100 * node.share:.1f}%"
-    each = msg("%(each)s each · %(total)s", each=c.parameters_per_instance, total=c.parameters_total)
-    share = msg("%(percent)s of the trained parameters", percent=percent)
-    line = (f'<span class="atlas-node"><a href="{_html(node.href)}">{_html(repeat_label(c))}</a>'
-            f"<code>{_html(c.cls.rsplit('.', 1)[-1])}</code><span>×{c.instances}</span>"
-            f"<span>{_html(i18n.render(each))}</span>"
-            f'<span class="atlas-bar" title="{_html(i18n.render(share))}">'
-            f'<span style="width:{width}"></span></span><span>{_html(percent)}</span></span>')
-    if not node.children:
-        return f"<li>{line}</li>"
-    inner = "".join(tree_item(ch, trained_total) for ch in node.children)
-    open_attr = " open" if c.id.count(".") < 1 else ""
-    return f"<li><details{open_attr}><summary>{line}</summary><ul>{inner}</ul></details></li>"
 
 
 def title_text(text: str) -> str:
@@ -316,11 +304,11 @@ FILTERS = {
     "tag_label": tag_label,
     "doc_text": doc_text,
     "title_text": title_text,
-    "tree_item": tree_item,
     "streams_in": streams_in,
     "shown_in": shown_in,
     "math": math,
     "plain_math": plain_math,
+    "symbol_names": symbol_names,
     "step_shape": step_shape,
     "line_range": line_range,
     "code_block": code_block,

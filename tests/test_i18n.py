@@ -72,7 +72,7 @@ def test_spanish_layernorm_page(ldlm_files):
     page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.es.md"]
     assert "**parámetros:** 1536 · × 6 bloques = 9216" in page
     assert "| Ganancia aprendida `weight` | 768 | 768 |" in page
-    assert "/es/ldlm/latent_encoder/blocks/mlp/layer_norm/" in page
+    assert "`es/ldlm/latent_encoder/blocks/mlp/layer_norm/`" in page
 
 
 def test_spanish_pages_translate_the_words_the_atlas_adds(ldlm_files):
