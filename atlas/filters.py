@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from atlas import i18n, names
+from atlas import i18n, repeats
+from atlas.inputs import dim_words
 from atlas.i18n import msg, msgn
 
 
@@ -46,25 +47,19 @@ def md_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _names_in_their_language(comp) -> bool:
-    """Names read from code are English words; only an English page can inflect them."""
-    return comp.name_is_prose and i18n.active() == names.LANGUAGE
-
-
 def repeat_label(comp) -> str:
-    """The breadcrumb form of a repeated component: "6 encoder blocks", or "6 × TransformerEncoderLayer"."""
-    if comp.repeat <= 1:
-        return comp.name
-    if _names_in_their_language(comp):
-        return f"{comp.repeat} {names.plural(names.lower_first(comp.name))}"
-    return f"{comp.repeat} × {comp.name}"
+    """The nav and breadcrumb form of a component: "6 encoder blocks" (en), "6 bloques encoder" (es), "6 × MLP"."""
+    return repeats.label(comp)
 
 
-def instances_noun(repeating) -> str:
-    """The noun for "× 6 blocks": the repeating ancestor's last word, plural; "instances" otherwise."""
-    if repeating is None or not _names_in_their_language(repeating):
-        return i18n.gettext("instances")
-    return names.plural(names.lower_first(repeating.name).split()[-1])
+def repeat_count(repeating, n: int) -> str:
+    """The "6 blocks" of "× 6 blocks = ...", in the page's language; "12 instances" without a repeating ancestor."""
+    return repeats.count(repeating, n)
+
+
+def one_of(comp) -> str:
+    """The tag of a repeated component: "one of 6 blocks", "uno de 6 bloques"."""
+    return repeats.one_of(comp)
 
 
 def compact_symbol(expr: str) -> str:
@@ -75,7 +70,7 @@ def compact_symbol(expr: str) -> str:
 def dim_label(dim, names) -> str:
     """One dim for a page: "T positions", "2T positions", "768 d", "2304 = 3d", or a bare size."""
     if dim.symbolic:
-        return f"{compact_symbol(dim.symbol)} {dim.name}" if dim.name else compact_symbol(dim.symbol)
+        return f"{compact_symbol(dim.symbol)} {dim_words(dim.name)}" if dim.name else compact_symbol(dim.symbol)
     labels = dict(names.fixed)
     if dim.value in labels:
         return f"{dim.value} {labels[dim.value]}"
@@ -110,7 +105,7 @@ def frozen_part(p) -> str:
 
 
 def symbol_entry(pair) -> str:
-    return f"{pair[0]} {md_text(pair[1])}"
+    return f"{pair[0]} {md_text(dim_words(pair[1]))}"
 
 
 def aligned_line(tex: str) -> str:
@@ -180,6 +175,18 @@ def math(tex: str, e) -> str:
     return marked(tex, e.names(), e.streams(), "")
 
 
+def symbol_names(e) -> str:
+    """The page's symbols by hover key, each named in plain text, as JSON for a single-quoted HTML attribute: the
+    labels docs/assets/atlas.js gives the symbols it makes focusable ("Highlight every occurrence of Δ_attn")."""
+    import html
+    import json
+
+    from atlas.equations.markup import hover_key, plain_name
+    names = {hover_key("", s.key): plain_name(s.tex) for s in e.symbols}
+    text = json.dumps(names, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return html.escape(text, quote=False).replace("'", "&#x27;")
+
+
 def plain_math(tex: str, e) -> str:
     """The line as a reader sees it: names only (for labels and the JSON)."""
     from atlas.equations.markup import plain
@@ -191,30 +198,6 @@ def step_shape(step, names) -> str:
     if not step.shape:
         return ""
     return "[" + ", ".join(compact_symbol(d.symbol) if d.symbolic else str(d.value) for d in step.shape) + "]"
-
-
-def _html(text) -> str:
-    import html
-    return html.escape(str(text), quote=True)
-
-
-def tree_item(node, trained_total: int) -> str:
-    """One node of the overview's explorable tree, as nested HTML (composites fold open)."""
-    c = node.comp
-    percent = i18n.percent(node.share)
-    width = f"{100 * node.share:.1f}%"
-    each = msg("%(each)s each · %(total)s", each=c.parameters_per_instance, total=c.parameters_total)
-    share = msg("%(percent)s of the trained parameters", percent=percent)
-    line = (f'<span class="atlas-node"><a href="{_html(node.href)}">{_html(repeat_label(c))}</a>'
-            f"<code>{_html(c.cls.rsplit('.', 1)[-1])}</code><span>×{c.instances}</span>"
-            f"<span>{_html(i18n.render(each))}</span>"
-            f'<span class="atlas-bar" title="{_html(i18n.render(share))}">'
-            f'<span style="width:{width}"></span></span><span>{_html(percent)}</span></span>')
-    if not node.children:
-        return f"<li>{line}</li>"
-    inner = "".join(tree_item(ch, trained_total) for ch in node.children)
-    open_attr = " open" if c.id.count(".") < 1 else ""
-    return f"<li><details{open_attr}><summary>{line}</summary><ul>{inner}</ul></details></li>"
 
 
 def title_text(text: str) -> str:
@@ -328,12 +311,12 @@ FILTERS = {
     "tag_label": tag_label,
     "doc_text": doc_text,
     "title_text": title_text,
-    "tree_item": tree_item,
     "streams_in": streams_in,
     "shown_in": shown_in,
     "cell": cell,
     "math": math,
     "plain_math": plain_math,
+    "symbol_names": symbol_names,
     "step_shape": step_shape,
     "line_range": line_range,
     "code_block": code_block,
@@ -355,5 +338,6 @@ FILTERS = {
     "md_text": md_text,
     "md_code": md_code,
     "repeat_label": repeat_label,
-    "instances_noun": instances_noun,
+    "repeat_count": repeat_count,
+    "one_of": one_of,
 }

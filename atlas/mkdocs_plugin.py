@@ -22,9 +22,9 @@ from pathlib import Path
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin
+from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 
-from atlas import i18n, katex, pipeline
+from atlas import i18n, katex, pipeline, search_index
 from atlas.errors import AtlasError
 
 log = logging.getLogger("mkdocs.plugins.atlas")
@@ -65,7 +65,12 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         self.serving = command == "serve"
 
     def on_config(self, config):
-        if not getattr(config.plugins.get("i18n"), "building", False):    # not one of i18n's language builds
+        i18n_plugin = config.plugins.get("i18n")
+        if i18n_plugin is not None:
+            # i18n's de-duplication drops a translated page's search entry when it reads as the default language's
+            # (a title that is a model's name); each language gets its own index instead (search_index.split)
+            i18n_plugin.config.reconfigure_search = False
+        if not getattr(i18n_plugin, "building", False):    # not one of i18n's language builds
             self._generate(config)
         language = building_language(config)
         with i18n.language(language):
@@ -103,8 +108,24 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         except AtlasError as exc:
             raise PluginError(f"atlas: {exc}") from None
 
-    def on_post_build(self, config):
+    def on_page_context(self, context, page, config, nav):
+        """Pages of a language other than the default load that language's search index (see search_index)."""
+        context["atlas_language_root"] = search_index.language_root(config.plugins.get("i18n"))
+        return context
+
+    def _copy_katex(self, config):
         katex.copy_assets(self._root(config), Path(config.site_dir))
+
+    @event_priority(-200)       # after mkdocs-static-i18n (-100) has built every language and merged their entries
+    def _split_search(self, config):
+        plugin = config.plugins.get("i18n")
+        if plugin is None or getattr(plugin, "building", False) or not ({"search", "material/search"} & set(config.plugins)):
+            return
+        counts = search_index.split(config.site_dir, plugin.default_language, plugin.build_languages)
+        log.info("atlas: one search index per language (%s)",
+                 ", ".join(f"{lang}: {n} entries" for lang, n in counts.items()))
+
+    on_post_build = CombinedEvent(_copy_katex, _split_search)
 
     def on_shutdown(self):
         if self.katex is not None:

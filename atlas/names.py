@@ -4,46 +4,69 @@ from __future__ import annotations
 
 import re
 
-# Names come from code, whose words are English; `plural` inflects them on English pages only.
-LANGUAGE = "en"
-
 # Abbreviations common in model code, expanded word by word when an attribute name is made readable.
 _WORDS = {
     "attn": "attention", "mlp": "MLP", "ffn": "FFN", "fc": "FC", "ln": "LN", "qkv": "QKV",
     "kv": "KV", "proj": "projection", "emb": "embedding", "embed": "embedding", "pos": "position",
     "lm": "LM", "rms": "RMS", "gelu": "GELU", "relu": "ReLU", "silu": "SiLU", "conv": "conv",
+    "act": "activation", "fn": "function", "resid": "residual", "drop": "dropout", "ctx": "context",
+    "src": "source", "tgt": "target", "seq": "sequence", "tok": "token", "enc": "encoder", "dec": "decoder",
 }
+# Single letters that read as themselves: the attention streams and the output (q_proj, o_proj).
+_LETTERS = frozenset("qkvo")
+# How English words may begin with two consonants. A short word that begins otherwise is read letter by
+# letter, as an acronym: wte, wpe.
+_ONSETS = frozenset("bl br ch cl cr dr dw fl fr gl gn gr kn ph pl pr ps qu rh sc sh sk sl sm sn sp sq st sw th "
+                    "tr tw wh wr".split())
+_VOWELS = frozenset("aeiouy")
 
 
 def readable_attribute(attr: str, class_name: str, canonical: bool = False) -> str | None:
-    """`latent_encoder` -> "Latent encoder"; `mlp` of class MLP -> "MLP".
+    """`latent_encoder` -> "Latent encoder"; `mlp` of class MLP -> "MLP"; `wte` -> "WTE"; `fc1` -> "FC1".
 
     An attribute that spells its class keeps the class's spelling where that
-    spelling is a term (an acronym, or a torch.nn class: `canonical`).
-    Returns None where the attribute name says nothing (a list index).
+    spelling is a term (an acronym, or a torch.nn class: `canonical`), and so does
+    a word the class name spells with inner capitals (`vit` of ViTModel -> "ViT").
+    An attribute holding a word that reads as nothing (a lone letter: `c_fc`,
+    `ln_f`) is kept as written. Returns None where the attribute name says nothing
+    (a list index).
     """
     if not attr or attr.isdigit() or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", attr):
         return None
     if _squash(attr) == _squash(class_name) and (canonical or not re.search(r"[a-z][A-Z]", class_name)):
         return class_name
-    words = [w for w in attr.split("_") if w]
+    words = [_word(w, class_name) for w in attr.split("_") if w]
     if not words:
         return None
-    text = " ".join(_WORDS.get(w.lower(), w) for w in words)
+    if None in words:
+        return attr
+    text = " ".join(words)
     return text[0].upper() + text[1:]
+
+
+def _word(word: str, class_name: str) -> str | None:
+    """One word of an attribute name, readable: expanded, spelled as the class does, as an acronym, or as is."""
+    m = re.fullmatch(r"([a-z]*)(\d*)", word)
+    if m is None or not word:
+        return word                             # mixed case: the author's own spelling
+    letters, digits = m.groups()
+    if not letters:
+        return digits
+    if letters in _WORDS:
+        return _WORDS[letters] + digits
+    found = re.search(re.escape(letters), class_name, re.I) if len(letters) > 1 else None
+    if found and re.search(r"[A-Z]", found.group(0)[1:]):
+        return found.group(0) + digits
+    if len(letters) == 1:
+        return letters.upper() + digits if letters in _LETTERS else None
+    if not _VOWELS & set(letters) or (len(letters) <= 4 and not _VOWELS & set(letters[:2])
+                                      and letters[:2] not in _ONSETS):
+        return letters.upper() + digits
+    return letters + digits
 
 
 def _squash(text: str) -> str:
     return text.replace("_", "").lower()
-
-
-def plural(name: str) -> str:
-    """English plural of a display name's last word: "encoder block" -> "encoder blocks"."""
-    if re.search(r"(s|x|z|ch|sh)$", name):
-        return name + "es"
-    if re.search(r"[^aeiou]y$", name):
-        return name[:-1] + "ies"
-    return name + "s"
 
 
 def lower_first(name: str) -> str:

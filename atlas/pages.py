@@ -143,6 +143,7 @@ class TreeNode:
     trained: int                # trained parameters at this position, all instances, each tensor once
     share: float                # of the model's trained parameters, 0..1
     children: tuple             # TreeNode, ...
+    tag: str = Tag.LEARNED.value    # learned, frozen, partly frozen or parameter-free
 
 
 def trained_total(doc: ModelDoc, comp: Component) -> int:
@@ -154,7 +155,8 @@ def tree(doc: ModelDoc, href) -> TreeNode:
 
     def node(comp: Component) -> TreeNode:
         trained = trained_total(doc, comp)
-        return TreeNode(comp, href(comp), trained, trained / total, tuple(node(doc.component(c)) for c in comp.children))
+        return TreeNode(comp, href(comp), trained, trained / total, tuple(node(doc.component(c)) for c in comp.children),
+                        tag(doc, comp).value)
 
     return node(doc.root)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from atlas import diagram, i18n, pages, paths, serialize
+from atlas import citation, diagram, i18n, pages, paths, serialize, tree_view
 from atlas.filters import FILTERS, calculation, repeat_label, thousands
 from atlas.i18n import msg
 from atlas.model import ModelDoc
@@ -35,40 +35,8 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
     env.policies["ext.i18n.trimmed"] = True     # a {% trans %} block's line breaks are not part of its message
     env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)   # the active language's catalog
     env.filters.update(FILTERS)
+    env.filters["tree_item"] = tree_view.tree_item
     return env
-
-
-def citation(doc: ModelDoc, comp, permalink: str, site_name: str) -> tuple[str, str, str]:
-    """(key, BibTeX, plain text): model, component, site and the model code's revision."""
-    key = "atlas-" + "-".join([doc.slug, *paths.segments(comp.id)]).replace("_", "-").replace(",", "-")
-    root = doc.root.source
-    revision = f"{root.file}, {i18n.render(root.label)}" if root else i18n.render(msg("revision unknown"))
-    title = f"{doc.name} · {comp.name}" if comp.id else doc.name
-    component = comp.id or i18n.render(msg("(model)"))
-    note = msg("Component %(component)s of %(model)s, %(class_name)s; generated from %(revision)s",
-               component=component, model=doc.name, class_name=comp.cls, revision=revision)
-    ck = doc.checkpoint
-    if ck is not None:
-        note = msg("%(note)s; checkpoint %(file)s, sha256 %(hash)s", note=note, file=ck.file, hash=ck.sha256)
-    bib = "\n".join([
-        f"@misc{{{key},",
-        f"  title        = {{{{{title}}}}},",
-        f"  author       = {{{{{site_name}}}}},",
-        f"  howpublished = {{\\url{{{permalink}}}}},",
-        f"  note         = {{{i18n.render(note)}}}",
-        "}",
-    ])
-    if ck is None:
-        text = msg("%(site)s. “%(title)s”. Component %(component)s of %(model)s. Generated from %(revision)s. "
-                   "%(permalink)s", site=site_name, title=title, component=component, model=doc.name,
-                   revision=revision, permalink=permalink)
-    else:
-        text = msg("%(site)s. “%(title)s”. Component %(component)s of %(model)s. Generated from %(revision)s. "
-                   "Checkpoint %(file)s, sha256 %(hash)s. %(permalink)s", site=site_name, title=title,
-                   component=component, model=doc.name, revision=revision, file=ck.file, hash=ck.sha256,
-                   permalink=permalink)
-    text = i18n.render(text)
-    return key, bib, text
 
 
 def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_name: str = "Model Atlas",
@@ -77,8 +45,7 @@ def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_nam
     here = paths.page_path(doc, comp)
     recon = pages.in_reconstruction(doc, comp)
     language = None if i18n.active() == i18n.DEFAULT else i18n.active()
-    permalink = paths.permalink(doc, comp, site_url, language)
-    key, bib, text = citation(doc, comp, permalink, site_name)
+    cited = citation.cite(doc, comp, site_url, site_name, language)
     ref_slug = (references or {}).get(comp.cls)
     findings = pages.checkpoint_findings(doc, comp)
     return {
@@ -87,12 +54,14 @@ def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_nam
         "checkpoint_more": len(findings) - FINDINGS_SHOWN if comp.id and len(findings) > FINDINGS_SHOWN else 0,
         "reference": None if ref_slug is None else (
             comp.cls.rsplit(".", 1)[-1], paths.link(here, f"reference/{ref_slug}.md")),
-        "permalink": permalink,
-        "self_href": here.rsplit("/", 1)[-1],
+        "permalink": cited.url,
+        "page_path": cited.path,
+        "revision": cited.revision,
         "data_href": paths.link(here, paths.data_path(doc, comp)),
-        "cite_key": key,
-        "cite_bibtex": bib,
-        "cite_text": text,
+        "model_data_href": paths.link(here, paths.json_path(doc)),
+        "cite_key": cited.key,
+        "cite_bibtex": cited.bibtex,
+        "cite_text": cited.text,
         "site_name": site_name,
         "doc": doc,
         "comp": comp,

@@ -129,7 +129,7 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
     if not found:
         found = _fit_pairs(values, probes, monomials, syms, names)
     if not found:
-        return Dim(symbol="?", name="varies with the input")
+        return Dim(symbol="?", name=inputs_mod.VARIES)
     expr = next((e for e in found if not e.as_coeff_add()[0]), found[0])
     parts = sorted(expr.free_symbols, key=lambda s: names.index(str(s)))
     name = " × ".join(vocab.symbol_name(str(s)) or str(s) for s in parts)

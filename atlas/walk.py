@@ -165,7 +165,7 @@ def display_name(module: nn.Module, attr: str | None, use_hint: bool = True) -> 
     canonical = type(module).__module__.startswith("torch.nn")
     readable = names.readable_attribute(attr or "", cls_name, canonical)
     if readable:
-        return readable, readable != cls_name or " " in readable
+        return readable, readable not in (cls_name, attr) or " " in readable     # `c_fc`, kept as written, is code
     return cls_name, False
 
 

@@ -203,7 +203,7 @@ def test_spanish_site_and_language_switch(server, browser):
     page.goto(base + "ldlm/latent_encoder/blocks/")
     _switch_language(page, "es", "**/es/ldlm/latent_encoder/blocks/")
     text = page.locator("article").inner_text()
-    assert "× 6 instancias = 49.587.456" in text and "Rutas del módulo" in text
+    assert "× 6 bloques = 49.587.456" in text and "Rutas del módulo" in text
     assert page.locator(".md-search__input").get_attribute("placeholder") == "Búsqueda"
     # the interactive parts work in Spanish too: the steps open, the math is rendered
     page.locator("details summary", has_text="Los 26 pasos").click()
@@ -214,4 +214,114 @@ def test_spanish_site_and_language_switch(server, browser):
     _screenshot(page, "reference-layernorm-es.png")
     _switch_language(page, "en", "**/reference/layernorm/")
     assert page.url.endswith("/reference/layernorm/") and "/es/" not in page.url
+    page.close()
+
+
+def _search(page, query: str) -> list[tuple[str, str]]:
+    """Search as a reader does; the results' links and titles."""
+    page.locator("label.md-search__icon, .md-search__input").first.click()
+    page.locator(".md-search__input").fill(query)
+    page.locator(".md-search-result__item").first.wait_for(timeout=15000)
+    return page.eval_on_selector_all(
+        ".md-search-result__item > a",
+        "els => els.map(e => [e.href, (e.querySelector('h1, h2') || {innerText: ''}).innerText.trim()])")
+
+
+def test_spanish_search_finds_spanish_pages_with_titles(server, browser):
+    base, _ = server
+    page = browser.new_page()
+    page.goto(base + "es/ldlm/")
+    results = _search(page, "LayerNorm")
+    assert len(results) >= 5
+    assert all(href.startswith(base + "es/") for href, _ in results), results
+    assert all(title and "undefined" not in href for href, title in results), results
+    titles = [t for _, t in results]
+    assert "LDLM" in titles and "torch.nn.LayerNorm" in titles      # pages whose titles read as the English ones
+    # a Spanish word finds Spanish pages, and a result opens a Spanish page
+    results = _search(page, "parámetros")
+    assert results and all(href.startswith(base + "es/") for href, _ in results)
+    page.locator(".md-search-result__item > a").first.click()
+    page.wait_for_load_state()
+    assert page.url.startswith(base + "es/") and page.locator("html").get_attribute("lang") == "es"
+    # and the English site finds English pages only
+    page.goto(base + "ldlm/")
+    results = _search(page, "LayerNorm")
+    assert results and not any("/es/" in href for href, _ in results)
+    page.close()
+
+
+@pytest.mark.parametrize("language", ["", "es/"])
+def test_no_horizontal_scroll_at_390_px(server, browser, language):
+    base, _ = server
+    page = browser.new_page()
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 844})
+        for rel, name in (("ldlm/", "model"), ("ldlm/latent_encoder/blocks/", "encoder-block"),
+                          ("ldlm/latent_encoder/blocks/mlp/layer_norm/", "layernorm")):
+            page.goto(base + language + rel)
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, (rel, width)
+            if rel != "ldlm/latent_encoder/blocks/mlp/layer_norm/":
+                _screenshot(page, f"{name}-{language.rstrip('/') or 'en'}-{width}.png")
+    page.close()
+
+
+def test_components_tree_columns_line_up_and_class_names_break_between_words(server, browser):
+    base, _ = server
+    page = browser.new_page()
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 844})
+        page.goto(base + "ldlm/")
+        tree = page.locator(".atlas-tree")
+        # every shown row's total ends at the same x, at every depth
+        edges = page.eval_on_selector_all(
+            ".atlas-tree .atlas-node-total", "els => els.filter(e => e.offsetParent)"
+            ".map(e => Math.round(e.getBoundingClientRect().right))")
+        assert len(edges) > 20 and len(set(edges)) == 1, (width, sorted(set(edges)))
+        # a class name wraps only at its <wbr>: each of its words sits on one line
+        split = page.eval_on_selector_all(".atlas-tree code", """els => els.filter(e => e.offsetParent).flatMap(e =>
+            [...e.childNodes].filter(n => n.nodeType === 3).filter(n => {
+                const r = document.createRange(); r.selectNodeContents(n);
+                return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size > 1; })
+            .map(n => n.textContent))""")
+        assert split == [], (width, split)
+        # the frozen GPT-2 says so, instead of an empty 0.0% bar
+        gpt2 = tree.locator("li").first.locator(".atlas-node").first
+        assert gpt2.locator(".atlas-node-name a").inner_text() == "GPT-2"
+        assert gpt2.locator(".atlas-node-share").inner_text() == "frozen"
+        assert "0.0%" not in tree.inner_text()
+    page.close()
+
+
+def test_symbol_tab_stops_name_their_symbol(server, browser):
+    base, _ = server
+    page = browser.new_page()
+    page.goto(base + "ldlm/latent_encoder/blocks/")
+    stops = page.locator('.katex [data-sym][tabindex="0"]')
+    labels = stops.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    # one stop per distinct symbol shown: the two summary lines hold u′_n, u_n, Δ_attn, u_(n+1) and Δ_mlp,
+    # and the constants line under them ("where ε = 10⁻⁵") holds ε
+    assert labels == ["Highlight every occurrence of u′_n", "Highlight every occurrence of u_n",
+                      "Highlight every occurrence of Δ_attn", "Highlight every occurrence of u_(n+1)",
+                      "Highlight every occurrence of Δ_mlp", "Highlight every occurrence of ε"]
+    shown_keys = page.eval_on_selector_all(".katex [data-sym]", "els => new Set(els.filter(e => !e.closest("
+                                           "'details:not([open])')).map(e => e.dataset.sym)).size")
+    assert stops.count() == shown_keys
+    # opening "All 26 steps" adds a stop for each symbol that only the steps show, each named
+    page.locator("details summary", has_text="All 26 steps").click()
+    page.wait_for_function("document.querySelectorAll('.katex [data-sym][tabindex=\"0\"]').length > 6")
+    keys = stops.evaluate_all("els => els.map(e => e.dataset.sym)")
+    assert len(keys) == len(set(keys)) == page.eval_on_selector_all(
+        ".katex [data-sym]", "els => new Set(els.map(e => e.dataset.sym)).size")
+    labels = stops.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    assert all(label.startswith("Highlight every occurrence of ") and len(label) > 30 for label in labels)
+    assert "Highlight every occurrence of γ_(norm latents)" in labels
+    # Tab walks the symbols one by one, and focus highlights every occurrence
+    stops.first.focus()
+    page.keyboard.press("Tab")
+    focused = page.evaluate("document.activeElement.dataset.sym")
+    assert focused == keys[1]
+    assert page.locator(".atlas-sym-active").count() == page.locator(f'[data-sym="{focused}"]').count()
+    page.goto(base + "es/ldlm/latent_encoder/blocks/")
+    assert page.locator('.katex [data-sym][tabindex="0"]').first.get_attribute("aria-label") == \
+        "Resaltar cada aparición de u′_n"
     page.close()

@@ -58,8 +58,8 @@ def test_every_page_has_its_spanish_pair(ldlm_files):
 
 def test_spanish_encoder_block_page(ldlm_files):
     page = ldlm_files["ldlm/latent_encoder/blocks/index.es.md"]
-    assert "**parámetros:** 8.264.576 · × 6 instancias = 49.587.456" in page
-    assert "En las 6 instancias: 8.264.576 × 6 = 49.587.456 parámetros." in page
+    assert "**parámetros:** 8.264.576 · × 6 bloques = 49.587.456" in page
+    assert "En 6 bloques: 8.264.576 × 6 = 49.587.456 parámetros." in page
     assert "## Rutas del módulo" in page and "Los 26 pasos" in page and "donde $" in page
     assert "**Verificado:** estas ecuaciones" in page
     # the math is the same in both languages
@@ -70,9 +70,66 @@ def test_spanish_encoder_block_page(ldlm_files):
 
 def test_spanish_layernorm_page(ldlm_files):
     page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.es.md"]
-    assert "**parámetros:** 1536 · × 6 instancias = 9216" in page
+    assert "**parámetros:** 1536 · × 6 bloques = 9216" in page
     assert "| Ganancia aprendida `weight` | 768 | 768 |" in page
-    assert "/es/ldlm/latent_encoder/blocks/mlp/layer_norm/" in page
+    assert "`es/ldlm/latent_encoder/blocks/mlp/layer_norm/`" in page
+
+
+def test_spanish_pages_translate_the_words_the_atlas_adds(ldlm_files):
+    """Names stay as the code writes them; the counts, their nouns and the dim words are in Spanish."""
+    page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.es.md"]
+    english = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
+    assert "› [6 bloques encoder](../index.md) › [MLP](index.md)</nav>" in page
+    assert "› [6 encoder blocks](../index.md) › [MLP](index.md)</nav>" in english
+    assert "**entrada:** `input` [B lote, T posiciones, 768 d]" in page
+    assert "**in:** `input` [B batch, T positions, 768 d]" in english
+    assert page.startswith('---\ntitle: "LDLM · LayerNorm"\n') and english.startswith('---\ntitle: "LDLM · LayerNorm"\n')
+    assert "Símbolos: B lote, T posiciones;" in ldlm_files["ldlm/index.es.md"]
+
+
+@pytest.mark.parametrize("path, en, es", [
+    ("ldlm/latent_encoder/blocks/index", "one of 6 blocks", "uno de 6 bloques"),      # el bloque
+    ("ldlm/denoiser/layers/index", "one of 12 layers", "una de 12 capas"),            # la capa
+])
+def test_repeat_tags_agree_with_their_noun(ldlm_files, path, en, es):
+    assert f'<span class="atlas-repeat">{en}</span>' in ldlm_files[path + ".md"]
+    assert f'<span class="atlas-repeat">{es}</span>' in ldlm_files[path + ".es.md"]
+
+
+def test_repeated_names_without_a_known_noun_are_counted_with_a_sign():
+    from types import SimpleNamespace
+
+    from atlas import repeats
+    mlp = SimpleNamespace(name="MLP", name_is_prose=True, repeat=6)
+    layer = SimpleNamespace(name="LlamaDecoderLayer", name_is_prose=False, repeat=32)
+    block = SimpleNamespace(name="GPT-2 block", name_is_prose=True, repeat=12)
+    expected = {"en": ("6 × MLP", "one of 6 instances", "32 × LlamaDecoderLayer", "one of 32 layers", "32 layers",
+                       "12 GPT-2 blocks", "12 instances"),
+                "es": ("6 × MLP", "una de 6 instancias", "32 × LlamaDecoderLayer", "una de 32 capas", "32 capas",
+                       "12 bloques GPT-2", "12 instancias")}
+    for code, want in expected.items():
+        with i18n.language(code):
+            assert (repeats.label(mlp), repeats.one_of(mlp), repeats.label(layer), repeats.one_of(layer),
+                    repeats.count(layer, 32), repeats.label(block), repeats.count(None, 12)) == want
+
+
+def test_nav_labels_are_the_breadcrumb_labels_in_each_language(ldlm_doc, ldlm_files):
+    from atlas import render
+
+    def labels(entries):
+        for e in entries:
+            for title, value in e.items() if isinstance(e, dict) else ():
+                yield title
+                if isinstance(value, list):
+                    yield from labels(value)
+
+    for code, crumb, gpt2 in (("en", "6 encoder blocks", "12 transformer blocks"),
+                              ("es", "6 bloques encoder", "12 bloques transformer")):
+        with i18n.language(code):
+            nav = list(labels(render.nav(ldlm_doc)))
+        assert crumb in nav and gpt2 in nav and not any("×" in t for t in nav), nav
+        page = ldlm_files[paths.localized("ldlm/latent_encoder/blocks/mlp/index.md", code)]
+        assert f"[{crumb}](../index.md)" in page
 
 
 def test_spanish_reference_page():

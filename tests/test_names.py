@@ -1,3 +1,5 @@
+import pytest
+
 from atlas import names
 
 
@@ -9,10 +11,34 @@ def test_readable_attribute():
     assert names.readable_attribute("3", "Block") is None
 
 
-def test_plural_and_lower():
-    assert names.plural(names.lower_first("Encoder block")) == "encoder blocks"
-    assert names.plural("MLP") == "MLPs"
-    assert names.plural("layer_norm query") == "layer_norm queries"
+@pytest.mark.parametrize("attr, cls, name", [
+    ("wte", "Embedding", "WTE"),                    # a short word no English word begins like: an acronym
+    ("fc1", "Linear", "FC1"),                       # no vowel: an acronym, its digits kept
+    ("ln_1", "LayerNorm", "LN 1"),
+    ("conv1", "Conv1d", "Conv1"),
+    ("swin_proj", "Linear", "Swin projection"),     # "sw" begins English words: read as a word
+    ("vit", "ViTModel", "ViT"),                     # the class spells it with an inner capital
+    ("layernorm_before", "LayerNorm", "LayerNorm before"),
+    ("input_layernorm", "LlamaRMSNorm", "Input layernorm"),     # not the class's word: as written
+    ("act_fn", "SiLU", "Activation function"),
+    ("q_proj", "Linear", "Q projection"),           # q, k, v, o read as the streams and the output
+    ("c_fc", "Conv1D", "c_fc"),                     # a lone letter reads as nothing: the attribute as written
+    ("ln_f", "LayerNorm", "ln_f"),
+])
+def test_abbreviations_read_as_words_acronyms_or_code(attr, cls, name):
+    assert names.readable_attribute(attr, cls) == name
+
+
+def test_an_attribute_kept_as_written_is_code_not_prose():
+    import torch.nn as nn
+    from atlas.walk import display_name
+    assert display_name(nn.Linear(2, 2), "c_fc") == ("c_fc", False)
+    assert display_name(nn.Embedding(2, 2), "wte") == ("WTE", True)
+
+
+def test_lower_first():
+    assert names.lower_first("Encoder block") == "encoder block"
+    assert names.lower_first("MLP") == "MLP"
     assert names.lower_first("Block") == "block"
 
 

@@ -81,8 +81,40 @@ def test_cite_this_page(ldlm_files):
     page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
     assert "## Cite this page" in page
     assert "@misc{atlas-ldlm-latent-encoder-blocks-mlp-layer-norm," in page
-    assert "/ldlm/latent_encoder/blocks/mlp/layer_norm/" in page
+    assert "`ldlm/latent_encoder/blocks/mlp/layer_norm/`" in page
     assert "atlas/zoo/ldlm.py, commit " in page
+
+
+def test_a_citation_without_site_url_gives_the_path_and_revision_as_such(ldlm_doc, ldlm_files):
+    """No address is made up: no `\\url{/ldlm/...}`, no link to the page itself, the path and revision named."""
+    revision = ldlm_doc.root.source.label
+    page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
+    assert (f"Page path: `ldlm/latent_encoder/blocks/mlp/layer_norm/`, generated from atlas/zoo/ldlm.py, {revision} · "
+            "data: [layer_norm/index.json](layer_norm/index.json)\n") in page
+    assert "  howpublished = {Page path \\path{ldlm/latent_encoder/blocks/mlp/layer_norm/} of the site}," in page
+    assert "  note         = {Component latent\\_encoder.blocks.mlp.layer\\_norm of LDLM," in page
+    assert "\\url{" not in page and "Permalink" not in page and "](layer_norm.md)" not in page
+    assert page.rstrip().endswith(f"{revision}. Page path ldlm/latent\\_encoder/blocks/mlp/layer\\_norm/ of the site.")
+    spanish = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.es.md"]
+    assert "Ruta de la página: `es/ldlm/latent_encoder/blocks/mlp/layer_norm/`, generada a partir de " in spanish
+    # the model page links the whole model's data
+    assert "· the whole model's data: [atlas.json](atlas.json)" in ldlm_files["ldlm/index.md"]
+
+
+def test_a_citation_with_site_url_gives_the_absolute_url(ldlm_doc):
+    from atlas import render
+    files = render.render(ldlm_doc, site_url="https://atlas.example.org/docs/")
+    url = "https://atlas.example.org/docs/es/ldlm/latent_encoder/blocks/"
+    page = files["ldlm/latent_encoder/blocks/index.es.md"]
+    assert f"Enlace permanente: [{url}]({url}) · datos: [index.json](index.json)\n" in page
+    assert f"  howpublished = {{\\url{{{url}}}}}," in page
+    assert "Ruta de la página" not in page and "site_url" not in page
+
+
+def test_bibtex_text_escapes_latex():
+    from atlas.citation import bibtex_text
+    assert bibtex_text("a_b & 50% {x} #1 $y ~^ \\") == \
+        "a\\_b \\& 50\\% \\{x\\} \\#1 \\$y \\textasciitilde{}\\textasciicircum{} \\textbackslash{}"
 
 
 def test_component_json_validates(ldlm_doc, ldlm_files):
@@ -110,8 +142,8 @@ def test_permalinks_stable_after_unrelated_edit(tmp_path, capsys):
     _build(model, docs)
     assert sorted(p.relative_to(docs).as_posix() for p in docs.rglob("*.md")) == before
     after = (docs / "ldlm/latent_encoder/blocks/mlp/layer_norm.md").read_text()
-    permalink = "Permalink: [/ldlm/latent_encoder/blocks/mlp/layer_norm/](layer_norm.md)"
-    assert permalink in ln and permalink in after
+    path = "Page path: `ldlm/latent_encoder/blocks/mlp/layer_norm/`"
+    assert path in ln and path in after
 
 
 def test_check_fails_when_only_line_ranges_move(tmp_path, capsys):

@@ -31,6 +31,25 @@ def test_page_weight(built_site):
     assert total < 30 * 1024 * 1024
 
 
+def test_one_search_index_per_language_with_every_page_titled(built_site):
+    """Each language searches its own pages, and every page has an entry with its title (none dropped as a
+    duplicate of its pair: "LDLM" and "torch.nn.LayerNorm" read the same in both languages)."""
+    import json
+    site, log = built_site
+    english = json.loads((site / "search" / "search_index.json").read_text())
+    spanish = json.loads((site / "es" / "search" / "search_index.json").read_text())
+    assert (english["config"]["lang"], spanish["config"]["lang"]) == (["en"], ["es"])
+    for index, root, skip in ((english, site, site / "es"), (spanish, site / "es", None)):
+        pages = {("" if p.parent == root else p.parent.relative_to(root).as_posix() + "/")
+                 for p in root.rglob("index.html") if skip is None or skip not in p.parents}
+        titled = {d["location"]: d["title"] for d in index["docs"] if "#" not in d["location"] and d["title"].strip()}
+        assert set(titled) == pages and "ldlm/" in pages
+        assert all(not d["location"].startswith("es/") for d in index["docs"])
+    assert titled["ldlm/"] == "LDLM" and titled["reference/layernorm/"] == "torch.nn.LayerNorm"
+    spanish_text = " ".join(d["text"] for d in spanish["docs"])
+    assert "Rutas del módulo" in spanish_text and "Module paths" not in spanish_text
+
+
 def test_latex_error_fails_the_build(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Broken\n\n$$\n\\frac{1}{\n$$\n")

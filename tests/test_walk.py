@@ -73,7 +73,7 @@ def test_nested_containers_collapse():
 def test_names():
     doc = doc_of("nested")
     # three Block positions collide; they are named by attribute, then by position
-    assert doc.component("stages.enc").name == "Enc"
+    assert doc.component("stages.enc").name == "Encoder"      # the abbreviation, expanded
     assert doc.component("stages.dec.0-1").name == "Block (stages.dec.0-1)"
     assert doc.component("stages.enc").cls == "models.Block"
     assert doc.component("stages.enc.norm").name == "Norm"
