@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import sys
 
 import torch
 from torch import nn
@@ -178,21 +179,39 @@ def _skipper(module: nn.Module, first: nn.Module, rec: Recorder):
     real = type(module).forward.__get__(module)
 
     def forward(*args, **kwargs):
-        seen = _first_call(rec, first)
-        if seen is not None and seen.failed is None and _same_inputs(rec, seen, args, kwargs):
-            rec.paused += 1
-            try:
-                out = _like(seen.out)
-            finally:
-                rec.paused -= 1
-            if out is not None:
-                current = rec.stack[-1] if rec.stack else None
-                if current is not None and current.module is module:
-                    current.skipped = True
-                return out
-        return real(*args, **kwargs)
+        out = _untraced(_repeat, rec, module, first, args, kwargs)
+        return out if out is not None else real(*args, **kwargs)
 
     return forward
+
+
+def _untraced(fn, *args):
+    """`fn(*args)` with the name tracer off: the check and the fresh outputs run only torch's Python (fake
+    tensors), whose every call the tracer would otherwise see; it costs more than the check itself."""
+    tracer = sys.gettrace()
+    sys.settrace(None)
+    try:
+        return fn(*args)
+    finally:
+        sys.settrace(tracer)
+
+
+def _repeat(rec: Recorder, module: nn.Module, first: nn.Module, args, kwargs):
+    """Fresh outputs of the first entry's shapes when `module` is called with exactly the inputs the first entry
+    saw (and the call is marked skipped); None when it must run."""
+    seen = _first_call(rec, first)
+    if seen is None or seen.failed is not None or not _same_inputs(rec, seen, args, kwargs):
+        return None
+    rec.paused += 1
+    try:
+        out = _like(seen.out)
+    finally:
+        rec.paused -= 1
+    if out is not None:
+        current = rec.stack[-1] if rec.stack else None
+        if current is not None and current.module is module:
+            current.skipped = True
+    return out
 
 
 def _first_call(rec: Recorder, module: nn.Module) -> Call | None:
