@@ -95,10 +95,7 @@ def _fake_tensors(model: nn.Module, mode):
             for name, t in list(store.items()):
                 if t is None or t.device.type != "meta":
                     continue
-                with mode:
-                    fake = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cpu")
-                if isinstance(t, nn.Parameter):
-                    fake = nn.Parameter(fake, requires_grad=t.requires_grad)
+                fake = _fake_like(t, mode)
                 store[name] = fake
                 swapped.append((store, name, t))
                 originals[id(fake)] = t
@@ -112,6 +109,18 @@ def _fake_tensors(model: nn.Module, mode):
             store[name] = t
         for m in flat:
             m._init_flat_weights()
+
+
+def _fake_like(t: torch.Tensor, mode) -> torch.Tensor:
+    """A fake CPU tensor of `t`'s sizes, strides and dtype, made as the fake mode wraps its factory ops' meta
+    outputs, and a parameter as nn.Parameter makes one of a tensor subclass (its flags, without the detach()):
+    no dispatch per weight, so a deep model's thousands of weights cost little."""
+    elem = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+    fake = mode.fake_tensor_converter.from_meta_and_device(mode, elem, torch.device("cpu"))
+    if isinstance(t, nn.Parameter):
+        fake.requires_grad_(t.requires_grad)
+        fake._is_param = True
+    return fake
 
 
 def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -> Trace:

@@ -1,7 +1,8 @@
-"""transformers' own LlamaForCausalLM at Llama 3's published sizes (8B, 70B, 405B), built from config.
+"""transformers' own models for the benchmark: GPT-2 small, and LlamaForCausalLM at Llama 3's published sizes
+(8B, 70B, 405B), built from config.
 
 This module imports only transformers (and, through it, torch): the torchinfo peer in the benchmark loads it
-without importing anything of atlas. Each factory is also an atlas SPEC: `bench/hf_llama.py:llama3_70b`.
+without importing anything of atlas. Each factory is also an atlas SPEC: `bench/hf_models.py:llama3_70b`.
 atlas calls a SPEC's factory under the meta device; the peer does the same (bench/torchinfo_summary.py), so
 no weights are allocated on either side.
 """
@@ -40,3 +41,8 @@ def llama3_70b() -> T.LlamaForCausalLM:
 def llama3_405b() -> T.LlamaForCausalLM:
     """Llama 3.1 405B's config: 126 layers, hidden 16384, 128 heads, 8 key/value heads."""
     return _build("llama3_405b")
+
+
+def gpt2_small() -> T.GPT2LMHeadModel:
+    """OpenAI's GPT-2 small (124M): transformers' default GPT2Config, with its language-model head."""
+    return T.GPT2LMHeadModel(T.GPT2Config())
