@@ -164,6 +164,7 @@ def atlas_rows() -> None:
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)
     start = time.perf_counter()
     header()
     if sys.argv[1:] == ["checkpoint"]:
