@@ -56,12 +56,6 @@ def measure(argv: list[str], repeat: int = 3) -> tuple[float, float]:
     return min(r[0] for r in runs), max(r[1] for r in runs)
 
 
-def split(argv: list[str], repeat: int = 3) -> tuple[float, float, float]:
-    """(imports, model, work) seconds from the process's own timestamps, of its fastest run."""
-    imported, built, done = min((_run(argv)[2] for _ in range(repeat)), key=lambda s: s[-1])
-    return imported, built - imported, done - built
-
-
 MEDIUM = "tests/fixtures/checkpoints.py:gpt2_medium"
 
 
@@ -113,32 +107,46 @@ def header() -> None:
           f"torch {torch.__version__}; load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
-def peer_rows() -> list[tuple[str, float, float]]:
+def interleaved(commands: dict, repeat: int) -> dict:
+    """{label: (best seconds, peak RSS MB, stamps of the fastest run)}, the commands taking turns `repeat` times,
+    so that load from other work on the machine falls on all of them alike."""
+    runs = {label: [] for label in commands}
+    for _ in range(repeat):
+        for label, argv in commands.items():
+            runs[label].append(_run(argv))
+    return {label: (min(r[0] for r in rs), max(r[1] for r in rs), min(rs, key=lambda r: r[0])[2])
+            for label, rs in runs.items()}
+
+
+def peer_rows(repeat: int = 3) -> list[tuple[str, float, float]]:
     """atlas describe --json beside torchinfo's summary, per model: whole process, then imports / model / work."""
     atlas = [sys.executable, "-m", "atlas", "describe"]
     timed = [sys.executable, str(ROOT / "bench" / "atlas_timed.py"), "describe"]
     peer = [sys.executable, str(ROOT / "bench" / "torchinfo_summary.py")]
     print(f"{'measurement':40s} {'seconds':>8s} {'peak RSS MB':>12s} {'imports':>8s} {'model':>8s} {'work':>8s}")
-    rows, whole = [], {}
+    rows = []
     for label, name in MODELS:
         spec = f"{HF}:{name}"
-        sides = {}
-        for side, plain, stamped in (("atlas describe", atlas + [spec, "--json"], timed + [spec, "--json"]),
-                                     ("torchinfo summary (meta)", peer + [spec, "128"], peer + [spec, "128"])):
-            seconds, rss = measure(plain)
-            imports, model, work = split(stamped)
-            sides[side] = (seconds, rss)
-            print(f"{side + ' ' + label:40s} {seconds:8.2f} {rss:12.0f} {imports:8.2f} {model:8.2f} {work:8.2f}")
-        (a_s, a_m), (t_s, t_m) = sides.values()
-        rows.append((label, a_s / t_s, a_m / t_m))
-        whole[name] = a_s
+        got = interleaved({"atlas": atlas + [spec, "--json"], "atlas timed": timed + [spec, "--json"],
+                           "peer": peer + [spec, "128"]}, repeat)
+        for side, whole, stamped in (("atlas describe", "atlas", "atlas timed"),
+                                     ("torchinfo summary (meta)", "peer", "peer")):
+            seconds, rss, _ = got[whole]
+            imported, built, done = got[stamped][2]
+            print(f"{side + ' ' + label:40s} {seconds:8.2f} {rss:12.0f} {imported:8.2f} {built - imported:8.2f} "
+                  f"{done - built:8.2f}")
+        rows.append((label, got["atlas"][0] / got["peer"][0], got["atlas"][1] / got["peer"][1]))
     print("(imports: atlas, torch, sympy / torch, torchinfo; model: the factory's imports (transformers) and the "
-          "model built on meta; work: the rest)")
+          "model built on meta; work: the rest, for atlas the JSON written too)")
     for label, time_ratio, rss_ratio in rows:
-        print(f"ratio atlas/torchinfo, {label}: time {time_ratio:.2f}, peak RSS {rss_ratio:.2f} (target at most 1.00 "
-              f"for the 70B config)")
-    print(f"ratio atlas describe, Llama-3-405B config / Llama-3-8B config: "
-          f"{whole['llama3_405b'] / whole['llama3_8b']:.2f} (target at most 1.10)")
+        print(f"ratio atlas/torchinfo, {label}: time {time_ratio:.2f}, peak RSS {rss_ratio:.2f}")
+    print("(target: at most 1.00 in time and in peak RSS for the Llama-3-70B config)")
+    depth = interleaved({name: atlas + [f"{HF}:{name}", "--json"] for name in ("llama3_8b", "llama3_405b")},
+                        repeat + 2)
+    for name, (seconds, rss, _) in depth.items():
+        print(f"{'atlas describe --json ' + name:40s} {seconds:8.2f} {rss:12.0f}")
+    print(f"ratio atlas describe, Llama-3-405B config (126 layers) / Llama-3-8B config (32 layers): "
+          f"{depth['llama3_405b'][0] / depth['llama3_8b'][0]:.2f} (target at most 1.10)")
     return rows
 
 
