@@ -166,7 +166,7 @@ def atlas_rows() -> None:
         print(f"{'atlas describe --no-cost ' + label:44s} {without:8.2f}")
         cost_ratios.append((label, with_cost / without))
     seconds, rss = measure(["make", "-s", "site"], repeat=1)
-    print(f"{'make site (LDLM, after set-up)':44s} {seconds:8.2f} {rss:12.0f}")
+    print(f"{'make site (mkdocs.yml models, after set-up)':44s} {seconds:8.2f} {rss:12.0f}")
     for label, ratio in cost_ratios:
         print(f"ratio describe with cost / without, {label}: {ratio:.2f} (target at most 1.10)")
 
