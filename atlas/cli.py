@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 import warnings
@@ -160,7 +161,10 @@ def _run(args) -> int:
     from atlas.spec import DEFAULT_SPEC, load
 
     if args.command == "describe":
-        doc = atlas_build.document(load(args.spec or DEFAULT_SPEC), _settings(args))
+        loaded = load(args.spec or DEFAULT_SPEC)
+        if gc.get_freeze_count():       # a one-shot process (atlas/__main__.py): the model lives to the end too
+            gc.freeze()
+        doc = atlas_build.document(loaded, _settings(args))
         code = _inputs_report([doc], args.strict)
         if args.json:
             sys.stdout.write(serialize.dumps(serialize.as_dict(doc)))

@@ -40,7 +40,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
         comp = comps.get(path)
         return first_call_of(trace, model, comp.module_paths[0]) if comp is not None else None
 
-    costs = Costs(first_for)
+    costs, totals = Costs(first_for), {}
     out, kv, itemsize = [], sympy.Integer(0), None
     for comp in doc.components:
         call = first_call_of(trace, model, comp.module_paths[0])
@@ -49,7 +49,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
             continue
         flops, causal, uncounted = costs.of(call)
         saved = record_of(trace, comp.module_paths[0]).saved
-        act = activation_bytes(call, saved, first_for)
+        act = activation_bytes(call, saved, first_for, totals)
         if _data_dependent(flops, causal, act):     # tokens per expert: no figure holds at the reference sizes
             out.append(comp)
             continue

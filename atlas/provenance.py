@@ -64,7 +64,7 @@ def locate(file: str, repo_url: str | None) -> Source:
             git = torch.version.git_version
             return Source(rel, "package", git[:12], f"torch {torch.__version__} ({git[:12]})",
                           url=f"{TORCH_REPO}/{git}/{rel}")
-        dists = importlib.metadata.packages_distributions().get(top, [top])
+        dists = _distributions().get(top, [top])
         try:
             version = importlib.metadata.version(dists[0])
         except importlib.metadata.PackageNotFoundError:
@@ -85,6 +85,12 @@ def locate(file: str, repo_url: str | None) -> Source:
             return Source(rel, "git", commit[:12], label, dirty, url)
         return Source(rel, "git", None, msg("not yet committed"), True)
     return Source(path.name, "file", None, msg("not under version control"))
+
+
+@functools.lru_cache(maxsize=None)
+def _distributions() -> dict:
+    """Import name -> distributions: read off every installed distribution's files, so once per process."""
+    return importlib.metadata.packages_distributions()
 
 
 @functools.lru_cache(maxsize=None)

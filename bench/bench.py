@@ -1,15 +1,22 @@
-"""Benchmark: wall time and peak RSS of `atlas describe` (walk, shapes, equations, provenance) beside
-torchinfo's summary on the meta device, on GPT-2 small and a Llama-3-70B-sized config; then one full
-`make site` of the LDLM (after set-up); then a checkpoint of GPT-2 medium (1.42 GB) reconciled with its code,
-as safetensors and as a torch .bin, both written by the bench into a temporary folder.
+"""Benchmark: wall time and peak RSS of `atlas describe` (walk, shapes, equations, provenance, cost) beside
+torchinfo's summary on the meta device, on transformers' own models built from config (GPT-2 small; Llama 3 at
+8B, 70B and 405B sizes: bench/hf_models.py); then a few atlas-only rows (--verify, the LDLM, --no-cost, one full
+`make site`); then a checkpoint of GPT-2 medium (1.42 GB) reconciled with its code, as safetensors and as a torch
+.bin, both written by the bench into a temporary folder.
 
-Each measurement runs in a fresh child process, so its peak RSS is its own.
-Run: .venv/bin/python bench/bench.py              (README records the latest output)
+Each measurement runs in a fresh child process, so its peak RSS is its own (RUSAGE_CHILDREN of a wrapper).
+Times are the best of `repeat` runs; peak RSS the largest. The peer (bench/torchinfo_summary.py) imports nothing
+of atlas. Both sides print seconds since their start after their imports, after the model is built (the factory's
+imports, transformers, count there on both sides) and at the end; the split columns are from those runs
+(bench/atlas_timed.py for atlas), the whole-process columns from the plain `python -m atlas describe`.
+Run: .venv/bin/python bench/bench.py              (everything)
+     .venv/bin/python bench/bench.py peers        (the atlas / torchinfo table and the depth row alone)
      .venv/bin/python bench/bench.py checkpoint   (the checkpoint rows alone)
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -18,31 +25,37 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LLAMA = "tests/fixtures/llama.py:llama3_70b"
+LLAMA = "tests/fixtures/llama.py:llama3_70b"            # the native fixture: --verify and the checkpoint rows
+HF = "bench/hf_models.py"
+MODELS = (("GPT-2 small", "gpt2_small"), ("Llama-3-8B config", "llama3_8b"), ("Llama-3-70B config", "llama3_70b"),
+          ("Llama-3-405B config", "llama3_405b"))
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 # Peak RSS of one child: run the command under a wrapper that reads RUSAGE_CHILDREN after it exits.
 _WRAPPER = (
     "import resource, subprocess, sys, time\n"
     "t = time.perf_counter()\n"
-    "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode\n"
+    "out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"
     "dt = time.perf_counter() - t\n"
-    "print(rc, dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "stamps = [line for line in (out.stdout + out.stderr).splitlines() if line.replace('.', '').replace(' ', '').isdigit()]\n"
+    "print(out.returncode, dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, *(stamps[-1:] or ['-']))\n"
 )
+
+
+def _run(argv: list[str]) -> tuple[float, float, tuple[float, ...]]:
+    out = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], cwd=ROOT, capture_output=True, text=True, env=ENV)
+    rc, seconds, rss_kb, *stamps = out.stdout.split()
+    if rc != "0":
+        raise SystemExit(f"failed: {' '.join(argv)}\n{out.stderr}")
+    return float(seconds), int(rss_kb) / 1024, tuple(float(s) for s in stamps if s != "-")
 
 
 def measure(argv: list[str], repeat: int = 3) -> tuple[float, float]:
     """(best seconds, peak RSS MB) over `repeat` runs."""
-    best, peak = float("inf"), 0.0
-    for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], cwd=ROOT, capture_output=True, text=True)
-        rc, seconds, rss_kb = out.stdout.split()
-        if rc != "0":
-            raise SystemExit(f"failed: {' '.join(argv)}\n{out.stderr}")
-        best, peak = min(best, float(seconds)), max(peak, int(rss_kb) / 1024)
-    return best, peak
+    runs = [_run(argv) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
 
 
-GPT2 = "atlas.zoo.gpt2:gpt2_small"
 MEDIUM = "tests/fixtures/checkpoints.py:gpt2_medium"
 
 
@@ -89,52 +102,87 @@ def checkpoint_rows() -> None:
 
 def header() -> None:
     import torch
-    print(f"machine: {platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}, "
-          f"torch {torch.__version__}")
-    print(f"{'measurement':44s} {'seconds':>8s} {'peak RSS MB':>12s}")
+    load = os.getloadavg()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"torch {torch.__version__}; load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
-def main() -> None:
+def interleaved(commands: dict, repeat: int) -> dict:
+    """{label: (best seconds, peak RSS MB, stamps of the fastest run)}, the commands taking turns `repeat` times,
+    so that load from other work on the machine falls on all of them alike."""
+    runs = {label: [] for label in commands}
+    for _ in range(repeat):
+        for label, argv in commands.items():
+            runs[label].append(_run(argv))
+    return {label: (min(r[0] for r in rs), max(r[1] for r in rs), min(rs, key=lambda r: r[0])[2])
+            for label, rs in runs.items()}
+
+
+def peer_rows(repeat: int = 3) -> list[tuple[str, float, float]]:
+    """atlas describe --json beside torchinfo's summary, per model: whole process, then imports / model / work."""
     atlas = [sys.executable, "-m", "atlas", "describe"]
+    timed = [sys.executable, str(ROOT / "bench" / "atlas_timed.py"), "describe"]
     peer = [sys.executable, str(ROOT / "bench" / "torchinfo_summary.py")]
-    pairs = [
-        ("GPT-2 small", atlas + [GPT2, "--json", "--input", "input_ids:int64[B,T]"], peer + [GPT2, "128"]),
-        ("Llama-3-70B config", atlas + [LLAMA, "--json"], peer + [LLAMA, "128"]),
-    ]
-    header()
-    ratios = []
-    for label, ours, theirs in pairs:
-        a_s, a_m = measure(ours)
-        t_s, t_m = measure(theirs)
-        print(f"{'atlas describe ' + label:44s} {a_s:8.2f} {a_m:12.0f}")
-        print(f"{'torchinfo summary (meta) ' + label:44s} {t_s:8.2f} {t_m:12.0f}")
-        ratios.append((label, a_s / t_s, a_m / t_m))
+    print(f"{'measurement':40s} {'seconds':>8s} {'peak RSS MB':>12s} {'imports':>8s} {'model':>8s} {'work':>8s}")
+    rows = []
+    for label, name in MODELS:
+        spec = f"{HF}:{name}"
+        got = interleaved({"atlas": atlas + [spec, "--json"], "atlas timed": timed + [spec, "--json"],
+                           "peer": peer + [spec, "128"]}, repeat)
+        for side, whole, stamped in (("atlas describe", "atlas", "atlas timed"),
+                                     ("torchinfo summary (meta)", "peer", "peer")):
+            seconds, rss, _ = got[whole]
+            imported, built, done = got[stamped][2]
+            print(f"{side + ' ' + label:40s} {seconds:8.2f} {rss:12.0f} {imported:8.2f} {built - imported:8.2f} "
+                  f"{done - built:8.2f}")
+        rows.append((label, got["atlas"][0] / got["peer"][0], got["atlas"][1] / got["peer"][1]))
+    print("(imports: atlas, torch, sympy / torch, torchinfo; model: the factory's imports (transformers) and the "
+          "model built on meta; work: the rest, for atlas the JSON written too)")
+    for label, time_ratio, rss_ratio in rows:
+        print(f"ratio atlas/torchinfo, {label}: time {time_ratio:.2f}, peak RSS {rss_ratio:.2f}")
+    print("(target: at most 1.00 in time and in peak RSS for the Llama-3-70B config)")
+    depth = interleaved({name: atlas + [f"{HF}:{name}", "--json"] for name in ("llama3_8b", "llama3_405b")},
+                        repeat + 2)
+    for name, (seconds, rss, _) in depth.items():
+        print(f"{'atlas describe --json ' + name:40s} {seconds:8.2f} {rss:12.0f}")
+    print(f"ratio atlas describe, Llama-3-405B config (126 layers) / Llama-3-8B config (32 layers): "
+          f"{depth['llama3_405b'][0] / depth['llama3_8b'][0]:.2f} (target at most 1.10)")
+    return rows
+
+
+def atlas_rows() -> None:
+    atlas = [sys.executable, "-m", "atlas", "describe"]
+    print(f"{'measurement':44s} {'seconds':>8s} {'peak RSS MB':>12s}")
     verified = measure(atlas + [LLAMA, "--json", "--verify"], repeat=1)
-    print(f"{'atlas describe --verify Llama-3-70B config':44s} {verified[0]:8.2f} {verified[1]:12.0f}")
+    print(f"{'atlas describe --verify native Llama-3-70B':44s} {verified[0]:8.2f} {verified[1]:12.0f}")
     for label, argv in (("atlas describe LDLM", atlas + ["--json"]),
                         ("atlas describe --verify LDLM", atlas + ["--json", "--verify"])):
         seconds, rss = measure(argv, repeat=1)
         print(f"{label:44s} {seconds:8.2f} {rss:12.0f}")
     cost_ratios = []
-    for label, argv in (("LDLM", atlas + ["--json"]), ("Llama-3-70B config", atlas + [LLAMA, "--json"])):
+    for label, argv in (("LDLM", atlas + ["--json"]), ("Llama-3-70B config", atlas + [f"{HF}:llama3_70b", "--json"])):
         with_cost, _ = measure(argv)
         without, _ = measure(argv + ["--no-cost"])
         print(f"{'atlas describe --no-cost ' + label:44s} {without:8.2f}")
         cost_ratios.append((label, with_cost / without))
     seconds, rss = measure(["make", "-s", "site"], repeat=1)
-    print(f"{'make site (LDLM, after set-up)':44s} {seconds:8.2f} {rss:12.0f}")
-    for label, time_ratio, rss_ratio in ratios:
-        print(f"ratio atlas/torchinfo, {label}: time {time_ratio:.2f}, peak RSS {rss_ratio:.2f}")
+    print(f"{'make site (mkdocs.yml models, after set-up)':44s} {seconds:8.2f} {rss:12.0f}")
     for label, ratio in cost_ratios:
         print(f"ratio describe with cost / without, {label}: {ratio:.2f} (target at most 1.10)")
 
 
 if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)
     start = time.perf_counter()
+    header()
     if sys.argv[1:] == ["checkpoint"]:
-        header()
+        print(f"{'measurement':44s} {'seconds':>8s} {'peak RSS MB':>12s}")
         checkpoint_rows()
+    elif sys.argv[1:] == ["peers"]:
+        peer_rows()
     else:
-        main()
+        peer_rows()
+        atlas_rows()
         checkpoint_rows()
-    print(f"(bench took {time.perf_counter() - start:.0f} s)")
+    print(f"(bench took {time.perf_counter() - start:.0f} s; load average at the end "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")

@@ -108,16 +108,21 @@ def _einsum(ev: OpEvent):
     return 2 * _numel(sizes.values()), None
 
 
-def activation_bytes(call: Call, saved: dict, first_call_for) -> object:
-    """Bytes saved for the backward pass by one call and everything under it, each storage once."""
+def activation_bytes(call: Call, saved: dict, first_call_for, memo: dict | None = None) -> object:
+    """Bytes saved for the backward pass by one call and everything under it, each storage once.
+
+    A repeated entry that was not run counts its first entry's bytes (its own copies of the same shapes): each
+    first entry's total is summed once and multiplied by how many entries repeat it, so a 126-layer stack costs
+    what a 1-layer one does. `memo` (id of a first call -> its total) may be shared between calls."""
     seen: dict = {}
+    repeats: dict = {}                                   # id(first call) -> [first call, entries not run]
+    memo = {} if memo is None else memo
 
     def walk(c: Call):
         if c.skipped:
             first = first_call_for(c.path)
             if first is not None and first is not c:
-                for key, nbytes in _subtree(first, saved, first_call_for).items():
-                    seen[(id(c), key)] = nbytes          # another instance: its own copies of the same shapes
+                repeats.setdefault(id(first), [first, 0])[1] += 1
             return
         for key, nbytes in saved.get(id(c), ()):
             seen.setdefault(key, nbytes)
@@ -126,7 +131,12 @@ def activation_bytes(call: Call, saved: dict, first_call_for) -> object:
                 walk(ev)
 
     walk(call)
-    return sympy.expand(sum(seen.values(), sympy.Integer(0)))
+    terms = list(seen.values())
+    for key, (first, count) in repeats.items():
+        if key not in memo:
+            memo[key] = sympy.Add(*_subtree(first, saved, first_call_for).values())
+        terms.append(count * memo[key])
+    return sympy.expand(sympy.Add(sympy.Integer(0), *terms))
 
 
 def _subtree(call: Call, saved: dict, first_call_for) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import sys
 
 import torch
 from torch import nn
@@ -94,10 +95,7 @@ def _fake_tensors(model: nn.Module, mode):
             for name, t in list(store.items()):
                 if t is None or t.device.type != "meta":
                     continue
-                with mode:
-                    fake = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="cpu")
-                if isinstance(t, nn.Parameter):
-                    fake = nn.Parameter(fake, requires_grad=t.requires_grad)
+                fake = _fake_like(t, mode)
                 store[name] = fake
                 swapped.append((store, name, t))
                 originals[id(fake)] = t
@@ -111,6 +109,18 @@ def _fake_tensors(model: nn.Module, mode):
             store[name] = t
         for m in flat:
             m._init_flat_weights()
+
+
+def _fake_like(t: torch.Tensor, mode) -> torch.Tensor:
+    """A fake CPU tensor of `t`'s sizes, strides and dtype, made as the fake mode wraps its factory ops' meta
+    outputs, and a parameter as nn.Parameter makes one of a tensor subclass (its flags, without the detach()):
+    no dispatch per weight, so a deep model's thousands of weights cost little."""
+    elem = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+    fake = mode.fake_tensor_converter.from_meta_and_device(mode, elem, torch.device("cpu"))
+    if isinstance(t, nn.Parameter):
+        fake.requires_grad_(t.requires_grad)
+        fake._is_param = True
+    return fake
 
 
 def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -> Trace:
@@ -178,21 +188,39 @@ def _skipper(module: nn.Module, first: nn.Module, rec: Recorder):
     real = type(module).forward.__get__(module)
 
     def forward(*args, **kwargs):
-        seen = _first_call(rec, first)
-        if seen is not None and seen.failed is None and _same_inputs(rec, seen, args, kwargs):
-            rec.paused += 1
-            try:
-                out = _like(seen.out)
-            finally:
-                rec.paused -= 1
-            if out is not None:
-                current = rec.stack[-1] if rec.stack else None
-                if current is not None and current.module is module:
-                    current.skipped = True
-                return out
-        return real(*args, **kwargs)
+        out = _untraced(_repeat, rec, module, first, args, kwargs)
+        return out if out is not None else real(*args, **kwargs)
 
     return forward
+
+
+def _untraced(fn, *args):
+    """`fn(*args)` with the name tracer off: the check and the fresh outputs run only torch's Python (fake
+    tensors), whose every call the tracer would otherwise see; it costs more than the check itself."""
+    tracer = sys.gettrace()
+    sys.settrace(None)
+    try:
+        return fn(*args)
+    finally:
+        sys.settrace(tracer)
+
+
+def _repeat(rec: Recorder, module: nn.Module, first: nn.Module, args, kwargs):
+    """Fresh outputs of the first entry's shapes when `module` is called with exactly the inputs the first entry
+    saw (and the call is marked skipped); None when it must run."""
+    seen = _first_call(rec, first)
+    if seen is None or seen.failed is not None or not _same_inputs(rec, seen, args, kwargs):
+        return None
+    rec.paused += 1
+    try:
+        out = _like(seen.out)
+    finally:
+        rec.paused -= 1
+    if out is not None:
+        current = rec.stack[-1] if rec.stack else None
+        if current is not None and current.module is module:
+            current.skipped = True
+    return out
 
 
 def _first_call(rec: Recorder, module: nn.Module) -> Call | None:
