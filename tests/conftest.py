@@ -65,10 +65,26 @@ def ldlm_files(ldlm_doc):
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """One real `mkdocs build --strict` of the repository's config, in a temporary copy."""
+    """One real `mkdocs build --strict` of the repository's config, in a temporary copy: once per test run, shared
+    by the xdist workers (the first one to need it builds it, under a lock; the others wait and read it)."""
+    from filelock import FileLock
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    work = shared / "site-src"
+    with FileLock(f"{work}.lock"):
+        log = work / "build.log"
+        if not log.is_file():
+            _build_site(work, log)
+    return work / "site", log.read_text()
+
+
+def _build_site(work: Path, log: Path) -> None:
     import shutil
     import subprocess
-    work = tmp_path_factory.mktemp("site-src")
+    if work.exists():                   # a build that failed earlier in this run
+        shutil.rmtree(work)
+    work.mkdir()
     shutil.copytree(ROOT / "docs", work / "docs")
     shutil.copy(ROOT / "mkdocs.yml", work / "mkdocs.yml")
     (work / "templates").symlink_to(ROOT / "templates")         # the theme overrides
@@ -77,7 +93,7 @@ def built_site(tmp_path_factory):
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=work,
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return work / "site", proc.stderr
+    log.write_text(proc.stderr)
 
 
 SYMBOL = re.compile(r"\\htmlData\{sym=([^}]*)\}\{")
@@ -111,10 +127,3 @@ def symbols_checked(files: dict) -> int:
             lhs, sep, rhs = page_math(line).partition(" = ")
             assert not sep or lhs.strip() != rhs.strip(), (path, line)
     return checked
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under xdist (`make test`), the tests of the built site share one worker, so the site is built once."""
-    for item in items:
-        if "built_site" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("site"))
