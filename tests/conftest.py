@@ -16,6 +16,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):     # `make test` runs two workers on 
     torch.set_num_threads(1)
 
 
+# the models of the default site, as mkdocs.yml lists them for the atlas plugin
+SITE_SPECS = re.findall(r"^\s*- spec: (\S+)", (ROOT / "mkdocs.yml").read_text(), re.M)
+
+
 def fixture_spec(name: str) -> str:
     return f"{FIXTURES}:{name}"
 
@@ -127,3 +131,12 @@ def symbols_checked(files: dict) -> int:
             lhs, sep, rhs = page_math(line).partition(" = ")
             assert not sep or lhs.strip() != rhs.strip(), (path, line)
     return checked
+
+
+def pytest_collection_modifyitems(config, items):
+    """One test of the built site first, so one worker builds it while the other runs the rest; the other tests of
+    the site last, when it is there for both."""
+    site = [item for item in items if "built_site" in getattr(item, "fixturenames", ())]
+    if site:
+        rest = [item for item in items if item not in site]
+        items[:] = site[:1] + rest + site[1:]

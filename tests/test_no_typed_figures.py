@@ -21,4 +21,9 @@ def test_no_placeholder_words():
     words = re.compile(r"\b(TODO|TBD|(?i:lorem|placeholder|coming soon|pendiente de traducir))\b")
     paths = list((ROOT / "templates").rglob("*")) + [p for p in (ROOT / "docs").rglob("*.md")]
     paths += list((ROOT / "atlas").rglob("*.py")) + list((ROOT / "atlas" / "locale").rglob("*.po"))
-    assert [str(p) for p in paths if p.is_file() and words.search(p.read_text())] == []
+    # a page's source excerpts quote the model's code as it is (transformers' own TODOs); our words are outside them
+    fences = re.compile(r"(?ms)^([ \t]*)(`{3,}).*?^\1\2")
+
+    def text(p):
+        return fences.sub("", p.read_text()) if p.suffix == ".md" else p.read_text()
+    assert [str(p) for p in paths if p.is_file() and words.search(text(p))] == []

@@ -156,7 +156,7 @@ def test_used_in_and_links(refs, files):
     page = files["reference/layernorm.md"]
     assert ("- [LDLM › LayerNorm](../ldlm/latent_encoder/blocks/mlp/layer_norm.md) "
             "`latent_encoder.blocks.mlp.layer_norm`, ×\u00a06\n") in page
-    assert "- [GPT-2 › LN f](../gpt-2/transformer/ln_f.md) `transformer.ln_f`, ×\u00a01\n" in page
+    assert "- [GPT-2 › ln\\_f](../gpt-2/transformer/ln_f.md) `transformer.ln_f`, ×\u00a01\n" in page
 
 
 def test_a_container_has_an_honest_page(refs, files):
