@@ -92,7 +92,8 @@ def current(models: list, settings, templates: Path) -> dict:
         "versions": {"python": f"{sys.version_info.major}.{sys.version_info.minor}",
                      **{d: _version(d) for d in ("torch", "transformers", "sympy", "jinja2")}},
         "options": _options(settings),
-        "models": [{"spec": spec if isinstance(spec, str) else [spec[0], list(spec[1] or ()), *spec[2:]],
+        # a spec as the CLI gives it, or as the mkdocs plugin does (spec, inputs, checkpoint): one form for both
+        "models": [{"spec": [spec, [], None] if isinstance(spec, str) else [spec[0], list(spec[1] or ()), *spec[2:]],
                     "sources": [_source_entry(f, settings.repo_url)
                                 for f in sources(loaded.model, loaded.source_file)]}
                    for spec, loaded in models],
