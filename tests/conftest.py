@@ -46,18 +46,20 @@ def page_math(text: str) -> str:
 @pytest.fixture(scope="session")
 def ldlm_doc(tmp_path_factory):
     """The LDLM, documented and verified once per test run: the first worker to need it generates it, the other
-    reads its JSON (`from_dict(as_dict(doc)) == doc`, tests/test_checkpoint.py)."""
+    reads it back (pickled: its messages stay translatable, which its JSON, in English, would not keep)."""
+    import pickle
+
     from filelock import FileLock
 
-    from atlas import describe, serialize
+    from atlas import describe
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return describe()
-    path = tmp_path_factory.getbasetemp().parent / "ldlm_doc.json"
+    path = tmp_path_factory.getbasetemp().parent / "ldlm_doc.pickle"
     with FileLock(f"{path}.lock"):
         if path.is_file():
-            return serialize.loads(path.read_text())
+            return pickle.loads(path.read_bytes())
         doc = describe()
-        path.write_text(serialize.dumps(serialize.as_dict(doc)))
+        path.write_bytes(pickle.dumps(doc))
         return doc
 
 
