@@ -23,7 +23,8 @@ from dataclasses import replace
 from torch import nn
 
 from atlas.model import Architecture, Component, ModelDoc, Trait
-from atlas.trace.structures import Call, OpEvent, Ref
+from atlas.trace.structures import Call, OpEvent
+from atlas.trace.structures import refs as _refs
 
 CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_target_positions", "max_source_positions")
 ACTIVATIONS = {"gelu": "GELU", "silu": "SiLU", "relu": "ReLU", "relu6": "ReLU6", "leaky_relu": "LeakyReLU",
@@ -130,25 +131,10 @@ def _made_by(value, names: set[str], depth: int = 6) -> bool:
     return False
 
 
-def _refs(x) -> list[Ref]:
-    if isinstance(x, Ref):
-        return [x]
-    if isinstance(x, (tuple, list)):
-        return [r for i in x for r in _refs(i)]
-    if isinstance(x, dict):
-        return [r for i in x.values() for r in _refs(i)]
-    return []
-
-
-def _paths(doc: ModelDoc) -> dict[str, str]:
-    """module path -> component id."""
-    return {p: c.id for c in doc.components for p in c.module_paths}
-
-
 def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[Component]) -> list[Trait]:
     if root is None:
         return []
-    by_path, out = _paths(doc), []
+    by_path, out = doc.paths, []
     attention_ids = {c.id for s in stacks for c in _descendants(doc, s) if _attention(doc, c)}
     for call in root.calls():
         cid = by_path.get(call.path)
@@ -218,7 +204,7 @@ def _norms(doc: ModelDoc, root: Call | None) -> list[Trait]:
     from atlas.provenance import _is_norm
     if root is None:
         return []
-    by_path, out = _paths(doc), []
+    by_path, out = doc.paths, []
     norm_ids = {c.id for c in doc.components if _is_norm(c)}
     for call in root.calls():
         cid = by_path.get(call.path)
@@ -232,7 +218,7 @@ def _norms(doc: ModelDoc, root: Call | None) -> list[Trait]:
 def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> list[Trait]:
     if root is None:
         return []
-    by_path = _paths(doc)
+    by_path = doc.paths
     block_ids = {c.id for s in stacks for c in _outside_attention(doc, s)} | {s.id for s in stacks}
     calls = [c for c in root.calls() if by_path.get(c.path) in block_ids]
     multiplied = {id(r.value) for c in calls for e in c.events if isinstance(e, OpEvent)
@@ -254,7 +240,7 @@ def _outs(ev: OpEvent) -> list:
 def _vocabulary(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
     if root is None:
         return []
-    by_path, best = _paths(doc), None
+    by_path, best = doc.paths, None
     for call in root.calls():
         if isinstance(call.module, nn.Embedding) and call.args:
             idx = _refs(call.args[:1])
@@ -273,7 +259,7 @@ def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
         return stated
     if root is None:
         return []
-    by_path, out = _paths(doc), []
+    by_path, out = doc.paths, []
     for call in root.calls():
         if isinstance(call.module, nn.Embedding) and call.args:
             idx = _refs(call.args[:1])

@@ -152,7 +152,7 @@ def dtype_counts(tensors) -> tuple[DtypeCount, ...]:
 def component_checks(doc: ModelDoc, code: list[CodeTensor], status: dict[str, str], report: CheckpointReport,
                      unexpected: list[SavedTensor]) -> tuple[ComponentCheck, ...]:
     """Each component's tensors (all instances, children included) and what became of them."""
-    at = {p: c.id for c in doc.components for p in c.module_paths}
+    at = doc.paths
     ids = [c.id for c in doc.components]
     tally = {cid: [0, 0, 0, 0] for cid in ids}               # tensors, matched, tied, unexpected
     params: dict[str, dict[int, int]] = {cid: {} for cid in ids}

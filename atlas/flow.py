@@ -7,21 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from atlas.model import Flow, FlowNode, ModelDoc
-from atlas.trace.structures import Call, OpEvent, Ref
-
-
-def _refs(x) -> list[Ref]:
-    if isinstance(x, Ref):
-        return [x]
-    if isinstance(x, (tuple, list)):
-        return [r for i in x for r in _refs(i)]
-    if isinstance(x, dict):
-        return [r for i in x.values() for r in _refs(i)]
-    return []
+from atlas.trace.structures import Call, OpEvent
+from atlas.trace.structures import refs as _refs
 
 
 def of_call(doc: ModelDoc, call: Call) -> Flow | None:
-    by_path = {p: c.id for c in doc.components for p in c.module_paths}
+    by_path = doc.paths
     nodes: list[FlowNode] = []
     edges: set[tuple[int, int]] = set()
     source: dict[int, set[int]] = {}                # value id -> the nodes it came from

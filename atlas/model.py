@@ -422,6 +422,14 @@ class ModelDoc:
     cost_summary: CostSummary | None = None
     architecture: Architecture | None = None     # what the catalog compares
     _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
+    _paths: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    @property
+    def paths(self) -> dict[str, str]:
+        """module path -> the id of the component at it."""
+        if self._paths is None:
+            object.__setattr__(self, "_paths", {p: c.id for c in self.components for p in c.module_paths})
+        return self._paths
 
     def component(self, cid: str) -> Component:
         if self._index is None:

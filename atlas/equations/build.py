@@ -22,10 +22,10 @@ from atlas.equations.lower import DTYPE_METHODS, lower
 from atlas.equations.nodes import Node, SizeOf, Sym, substitute
 from atlas.equations.ops_tensor import Item
 from atlas.equations.program import Program
-from atlas.equations.recorded import bound_arguments, input_sizes, refs, shape_symbols
+from atlas.equations.recorded import bound_arguments, input_sizes, shape_symbols
 from atlas.equations.scalars import Eps
 from atlas.i18n import msg
-from atlas.trace.structures import Call, OpEvent, Ref
+from atlas.trace.structures import Call, OpEvent, Ref, refs
 
 __all__ = ["Builder", "Draft", "bound_arguments", "pieces"]
 

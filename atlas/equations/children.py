@@ -19,8 +19,8 @@ from atlas.equations import leaves
 from atlas.equations.data_dependence import data_dependent
 from atlas.equations.nodes import Node, Sym
 from atlas.equations.ops_nn import Call as CallNode
-from atlas.equations.recorded import call_params, is_object, refs, signature
-from atlas.trace.structures import Call, OpEvent, Ref, Size
+from atlas.equations.recorded import call_params, is_object, signature
+from atlas.trace.structures import Call, OpEvent, Ref, Size, refs
 
 MAX_PURE_EVENTS = 24                    # a child with at most this many operations and no children is inlined
 MAX_INLINE = 14                         # nodes of a pure child's expression that still read well inline

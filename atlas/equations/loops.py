@@ -12,8 +12,7 @@ from torch import nn
 
 from atlas.equations.ops_nn import Loop
 from atlas.equations.nodes import Sym
-from atlas.equations.recorded import refs
-from atlas.trace.structures import Call, Ref, Size
+from atlas.trace.structures import Call, Ref, Size, refs
 
 
 class ListLoops:

@@ -42,17 +42,6 @@ def call_params(c: Call) -> dict:
     return {k: v.value.id for k, v in bound.arguments.items() if isinstance(v, Ref)}
 
 
-def refs(x) -> list[Ref]:
-    """Every tensor reference inside encoded data, in order."""
-    if isinstance(x, Ref):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [r for i in x for r in refs(i)]
-    if isinstance(x, dict):
-        return [r for i in x.values() for r in refs(i)]
-    return []
-
-
 def is_object(x) -> bool:
     """An argument that is neither a tensor, a size, nor plain data (a cache, a config)."""
     if x is None or isinstance(x, (Ref, Size, bool, int, float, str, bytes)):

@@ -24,11 +24,11 @@ from atlas.equations.check_inputs import CheckInputs, copies
 from atlas.equations.ops_nn import Apply
 from atlas.equations.ops_tensor import Cast
 from atlas.equations.program import Program
-from atlas.equations.recorded import bound_arguments, refs, shape_symbols, unbacked
+from atlas.equations.recorded import bound_arguments, shape_symbols, unbacked
 from atlas.errors import where
 from atlas.i18n import msg
 from atlas.model import Verification
-from atlas.trace.structures import Call, Ref, Size
+from atlas.trace.structures import Call, Ref, Size, refs
 
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
 LOW = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -21,6 +21,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from atlas.trace.structures import Call, OpEvent, Ref, Site, Size, Value
+from atlas.trace.structures import refs as _refs
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _HERE = os.path.dirname(__file__) + os.sep
@@ -424,16 +425,6 @@ def _call(func, short: str, args, kwargs):
         with torch.no_grad():
             return decomposition_table[getattr(torch.ops.aten, short).input](*args, **kwargs)
     return func(*args, **kwargs)
-
-
-def _refs(x) -> list:
-    if isinstance(x, Ref):
-        return [x]
-    if isinstance(x, (tuple, list)):
-        return [r for i in x for r in _refs(i)]
-    if isinstance(x, dict):
-        return [r for i in x.values() for r in _refs(i)]
-    return []
 
 
 def _has_float(x) -> bool:

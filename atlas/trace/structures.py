@@ -36,6 +36,17 @@ class Ref:
     value: Value
 
 
+def refs(x) -> list[Ref]:
+    """Every tensor reference inside encoded data, in order."""
+    if isinstance(x, Ref):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [r for i in x for r in refs(i)]
+    if isinstance(x, dict):
+        return [r for i in x.values() for r in refs(i)]
+    return []
+
+
 @dataclass(frozen=True)
 class Size:
     """A size computed from input dims: a sympy expression (or an int in a concrete run)."""
