@@ -182,7 +182,7 @@ def _run(args) -> int:
                   "changed since they were written (the fingerprint; --no-cache regenerates in full)")
             return EXIT_OK
     if args.command == "build":
-        generated = atlas_build.generate(args.specs, _settings(args))
+        generated = atlas_build.generate(args.specs, _settings(args), args.docs)
         if _inputs_report(generated.docs, args.strict) != EXIT_OK:
             print("atlas: --strict: nothing written", file=sys.stderr)
             return EXIT_STALE

@@ -10,12 +10,21 @@ class SpecError(AtlasError):
 
 
 def where(exc: BaseException) -> str:
-    """`Type: message (file.py:line)`, naming the deepest frame outside torch, else the last one."""
+    """`Type: message (file.py:line)`, naming the deepest frame of the model's code: outside torch and outside
+    atlas's own machinery (atlas/zoo holds model code), else the last frame."""
     import traceback
     from pathlib import Path
 
+    package = Path(__file__).resolve().parent
     frames = traceback.extract_tb(exc.__traceback__)
-    outside = [f for f in frames if "/torch/" not in f.filename.replace("\\", "/")]
+
+    def model_code(filename: str) -> bool:
+        path = Path(filename).resolve()
+        if "/torch/" in path.as_posix():
+            return False
+        return not path.is_relative_to(package) or path.is_relative_to(package / "zoo")
+
+    outside = [f for f in frames if model_code(f.filename)]
     frame = (outside or frames or [None])[-1]
     message = " ".join(str(exc).split())
     if len(message) > 200:

@@ -10,7 +10,7 @@ from atlas import architecture, costing, fingerprint, flow, progress, provenance
 from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
-from atlas.walk import walk
+from atlas.walk import model_name, walk
 
 log = logging.getLogger("atlas")
 
@@ -112,23 +112,35 @@ def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None,
     return document(load(spec), Settings(tuple(inputs) if inputs else None, budget_bytes))
 
 
-def generate(specs: list[str] | None = None, settings: Settings = Settings()) -> Generated:
-    """Everything in memory; nothing is written. Errors surface here, before any file is touched."""
+def generate(specs: list[str] | None = None, settings: Settings = Settings(),
+             docs_dir: str | Path | None = None) -> Generated:
+    """Everything in memory; nothing is written. Errors surface here, before any file is touched. Given the docs
+    folder the files are for, a folder there that Model Atlas did not write is refused before any model is run."""
     specs = list(specs or [DEFAULT_SPEC])
-    from atlas import reference_render, render      # jinja2 is needed only when pages are written
-
-    docs, files, sources, loaded_models = [], {}, set(), []
-    env = render.environment()
+    owned = (lambda folder: site.check_owned(Path(docs_dir), folder)) if docs_dir is not None else (lambda _: None)
+    owned("catalog")
+    docs, loaded_models = [], []
     for given in specs:
         spec, model_settings = _model_settings(given, settings)
         loaded = load(spec)
+        owned(model_name(loaded.model)[1])
         loaded_models.append((given, loaded))
-        sources |= set(fingerprint.sources(loaded.model, loaded.source_file))
         doc = document(loaded, model_settings)
         log.info("%s: %d components, %d parameters", doc.name, len(doc.components), doc.totals.parameters)
         if any(d.slug == doc.slug for d in docs):
             raise site.AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
         docs.append(doc)
+    return assemble(docs, loaded_models, settings)
+
+
+def assemble(docs: list[ModelDoc], loaded_models: list, settings: Settings = Settings()) -> Generated:
+    """The pages of documented models: theirs, the reference pages of the torch.nn classes they use, the catalog.
+    `loaded_models` pairs each doc's spec as given with its loaded model."""
+    from atlas import reference_render, render      # jinja2 is needed only when pages are written
+    files, sources = {}, set()
+    for _, loaded in loaded_models:
+        sources |= set(fingerprint.sources(loaded.model, loaded.source_file))
+    env = render.environment()
     with progress.stage("reference") as bar:
         refs, index = reference_render.build([(doc, m.model) for doc, (_, m) in zip(docs, loaded_models)])
         bar.update()
@@ -176,7 +188,7 @@ def navigation(generated: Generated) -> dict:
 
 def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
           settings: Settings = Settings()) -> tuple[Generated, site.SyncReport]:
-    generated = generate(specs, settings)
+    generated = generate(specs, settings, docs_dir)
     return generated, write(generated, docs_dir)
 
 

@@ -10,6 +10,7 @@ the comparison tables. Texts from docstrings and data files go through the refer
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import re
@@ -186,6 +187,30 @@ def page_classes(used: dict[type, list]) -> list[type]:
 
 def page(cls: type, used_in: list[Use], slugs: dict[str, str] | None = None) -> ReferencePage:
     """The reference page of `cls`; `slugs` maps the classes that have pages ("torch.nn.X") to their slug."""
+    data, instance, doc, examples, sig, params = _made(cls)
+    fam = _family_of(cls)
+    family = None
+    if fam is not None:
+        spec = families()[fam]
+        family = Family(_text(spec["title"]), tuple(
+            FamilyRow(m["class"], (slugs or {}).get(m["class"]), _text(m["axes"]), m["batch_dependent"],
+                      _text(m["use"])) for m in spec["members"]))
+    root = doc.root if doc is not None else None
+    return ReferencePage(
+        f"torch.nn.{cls.__name__}", f"{cls.__module__}.{cls.__name__}", slug(cls),
+        _text(data.get("summary") or described(cls)), sig, params,
+        instance.call if instance.runs else None, instance.reason,
+        root.shapes if root else None, doc.dims if doc else DimNames(), root.equations if root else None,
+        tuple(examples), family,
+        tuple((_text(f["q"]), _text(f["a"])) for f in data.get("faq", ())),
+        tuple(_text(u) for u in data.get("uses", ())), tuple(used_in), torch.__version__)
+
+
+@functools.lru_cache(maxsize=None)
+def _made(cls: type) -> tuple:
+    """What a class's page is made of whatever uses it: its data file, its small instance recorded and verified,
+    and its examples run. The same in one process for the same torch and atlas, so a process that builds again
+    (`mkdocs serve` after an edit, a test suite) makes each class's once."""
     from atlas import reference_example, reference_instance
     data = load_data(cls)
     where = f"templates/reference/{cls.__name__}.yml"
@@ -201,23 +226,8 @@ def page(cls: type, used_in: list[Use], slugs: dict[str, str] | None = None) -> 
         examples.append(_example(_text(e["title"]), _text(e.get("text", "")),
                                  lambda code=e["code"].rstrip(): reference_example.localized(code),
                                  f"{where} example '{e['title']}'"))
-    fam = _family_of(cls)
-    family = None
-    if fam is not None:
-        spec = families()[fam]
-        family = Family(_text(spec["title"]), tuple(
-            FamilyRow(m["class"], (slugs or {}).get(m["class"]), _text(m["axes"]), m["batch_dependent"],
-                      _text(m["use"])) for m in spec["members"]))
     sig, params = signature(cls)
-    root = doc.root if doc is not None else None
-    return ReferencePage(
-        f"torch.nn.{cls.__name__}", f"{cls.__module__}.{cls.__name__}", slug(cls),
-        _text(data.get("summary") or described(cls)), sig, params,
-        instance.call if instance.runs else None, instance.reason,
-        root.shapes if root else None, doc.dims if doc else DimNames(), root.equations if root else None,
-        tuple(examples), family,
-        tuple((_text(f["q"]), _text(f["a"])) for f in data.get("faq", ())),
-        tuple(_text(u) for u in data.get("uses", ())), tuple(used_in), torch.__version__)
+    return data, instance, doc, tuple(examples), sig, params
 
 
 def slug(cls: type) -> str:

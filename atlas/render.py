@@ -10,7 +10,6 @@ import jinja2
 
 from atlas import citation, diagram, i18n, pages, paths, serialize, tree_view
 from atlas.filters import FILTERS, calculation, repeat_label, thousands
-from atlas.i18n import msg
 from atlas.model import ModelDoc
 
 REPO_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"

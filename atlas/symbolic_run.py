@@ -18,24 +18,19 @@ import copy
 import itertools
 import logging
 import re
-import sys
 import time
-import traceback
 from dataclasses import dataclass
-from pathlib import Path
 
 import sympy
 import torch
 from torch import nn
-from torch._decomp import decomposition_table
 from torch._dynamo.source import ConstantSource
-from torch._guards import SLoc
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._sympy.numbers import int_oo
 
 from atlas.discover import Discovery, discover
+from atlas.errors import where
 from atlas.inputs import parse_input
 from atlas.trace.symbolic import AssumingShapeEnv as _ShapeEnv
 from atlas.trace.symbolic import Decompose as _Decompose
@@ -45,7 +40,6 @@ from atlas.trace.symbolic import quiet as _quiet
 log = logging.getLogger("atlas")
 
 _DTYPE_ERROR = re.compile(r"dtype|BF16|bfloat16|Half|float16|expected scalar type|same type", re.IGNORECASE)
-_HERE = Path(__file__).name
 
 
 @dataclass(frozen=True)
@@ -63,19 +57,6 @@ class Outcome:
     specialized: tuple[str, ...] = ()                 # "T = 17 (modeling_mamba.py:261)"
     assumed: tuple[str, ...] = ()                     # "u0 = 2 (.item() at modeling_x.py:12)"
     decomposed: tuple[str, ...] = ()                  # ops run through their Python decomposition
-
-
-def where(exc: BaseException) -> str:
-    """`Type: message (file.py:line)`, naming the deepest frame outside torch and this module."""
-    here = Path(__file__).name
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)]
-    outside = [f for f in frames if "/torch/" not in f.filename.replace("\\", "/") and not f.filename.endswith(here)]
-    frame = (outside or frames or [None])[-1]
-    message = " ".join(str(exc).split())
-    if len(message) > 200:
-        message = message[:197] + "..."
-    place = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
-    return f"{type(exc).__name__}: {message}{place}"
 
 
 def _flatten(name: str, value) -> list[tuple[str, torch.Tensor]]:

@@ -224,14 +224,20 @@ def published(model: nn.Module) -> Published | None:
     )
 
 
+def model_name(model: nn.Module) -> tuple[str, str]:
+    """The model's display name and the slug of its folder in the docs tree."""
+    name, _ = display_name(model, None)
+    return name, names.slug(name)
+
+
 def walk(loaded: Loaded) -> ModelDoc:
     model = loaded.model
     walker = _Walker(model)
     walker.visit("", None, None, [("", model)], 1)
-    name, _ = display_name(model, None)
+    name, slug = model_name(model)
     doc = ModelDoc(
         name=name,
-        slug=names.slug(name),
+        slug=slug,
         spec=loaded.spec,
         cls=qualname(type(model)),
         components=tuple(walker.components),

@@ -64,6 +64,14 @@ def ldlm_doc(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def ldlm_generated(ldlm_doc):
+    """Everything `atlas build` generates for the LDLM alone (its pages, the reference pages of the torch.nn classes
+    it uses, the catalog), assembled from the one LDLM doc of the run."""
+    from atlas import pipeline, spec
+    return pipeline.assemble([ldlm_doc], [(spec.DEFAULT_SPEC, spec.load(spec.DEFAULT_SPEC))])
+
+
+@pytest.fixture(scope="session")
 def ldlm_files(ldlm_doc):
     from atlas import render
     return render.render(ldlm_doc)

@@ -132,9 +132,8 @@ def test_nav_labels_are_the_breadcrumb_labels_in_each_language(ldlm_doc, ldlm_fi
         assert f"[{crumb}](../index.md)" in page
 
 
-def test_spanish_reference_page():
-    from atlas import pipeline
-    files = pipeline.generate().files
+def test_spanish_reference_page(ldlm_generated):
+    files = ldlm_generated.files
     page = files["reference/layernorm.es.md"]
     for title in ("## Definición", "## Parámetros", "## Matemáticas", "## Ejemplos", "## Preguntas frecuentes",
                   "## Casos de uso", "## Se usa en", "## Comparación de capas de normalización"):

@@ -7,6 +7,7 @@ from torch import nn
 from atlas import accounting, render, serialize, spec, walk
 
 SIZES = st.integers(min_value=1, max_value=6)
+TEMPLATES = render.environment()        # compiled once: each example renders with it, as one build renders its pages
 
 
 @st.composite
@@ -65,4 +66,4 @@ def test_random_trees(model):
     text = serialize.dumps(serialize.as_dict(doc))
     assert serialize.loads(text) == doc
     assert serialize.dumps(serialize.as_dict(again)) == text
-    assert render.render(doc) == render.render(again)
+    assert render.render(doc, TEMPLATES) == render.render(again, TEMPLATES)

@@ -28,7 +28,7 @@ from atlas.equations.recorded import bound_arguments, shape_symbols, unbacked
 from atlas.errors import where
 from atlas.i18n import msg
 from atlas.model import Verification
-from atlas.trace.structures import Call, Ref, Size, refs
+from atlas.trace.structures import Call, refs
 
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
 LOW = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -52,10 +52,20 @@ class AssumingShapeEnv(ShapeEnv):
         self.assumed: list[str] = []
         self.on_guard = None            # called with (expression, value, file:line) where an assumption decided a guard
 
+    # Guards and symbols name the model's line, not the torch frame that took them. ShapeEnv's own search for that
+    # frame imports torch's compiler stack (inductor, export, networkx: 400 modules, 40 MB) to list the files it
+    # skips, on every symbol it creates; a frame walk to the model's code finds the same line.
     def _get_sloc(self, framework_loc=None) -> SLoc:
-        """Guards name the model's line, not the torch frame that took them."""
-        sloc = super()._get_sloc(framework_loc)
-        return SLoc(sloc.framework_loc, sloc.maybe_user_loc or _site())
+        return SLoc(framework_loc, _site())
+
+    def _get_stack_summary(self, is_debug: bool = False, framework_loc=None) -> tuple[SLoc, str]:
+        return self._get_sloc(framework_loc), ""
+
+    def _get_user_frame(self):
+        frame = sys._getframe(1)
+        while frame is not None and not is_user_file(frame.f_code.co_filename):
+            frame = frame.f_back
+        return frame
 
     def _log_real_tensor_propagation(self, orig_expr, unsound_result) -> None:
         """A guard on a data-dependent value, decided by the value assumed for it."""
