@@ -13,9 +13,17 @@ from pathlib import Path
 from atlas.errors import AtlasError
 
 SCRIPT = Path(__file__).with_name("katex_render.js")
-# pymdownx.arithmatex (generic) wraps math as \[...\] in a div and \(...\) in a span.
-BLOCK = re.compile(r'<div class="arithmatex">\\\[(.*?)\\\]</div>', re.S)
-INLINE = re.compile(r'<span class="arithmatex">\\\((.*?)\\\)</span>', re.S)
+# pymdownx.arithmatex (generic) wraps math as \[...\] in a div and \(...\) in a span; exclude_from_search marks it.
+BLOCK = re.compile(r'<div class="arithmatex"(?: data-search-exclude)?>\\\[(.*?)\\\]</div>', re.S)
+INLINE = re.compile(r'<span class="arithmatex"(?: data-search-exclude)?>\\\((.*?)\\\)</span>', re.S)
+
+
+def exclude_from_search(content: str) -> str:
+    """A page's math, still LaTeX, marked for Material's search to leave out. Rendered, it read in the index as
+    glyph soup ("μd(x)σd2(x)yε=7681j=1∑768..."), and parsing KaTeX's markup was about half of the site build;
+    the page is rendered (Renderer.page) after the search has read it."""
+    return (content.replace('<div class="arithmatex">', '<div class="arithmatex" data-search-exclude>')
+            .replace('<span class="arithmatex">', '<span class="arithmatex" data-search-exclude>'))
 
 
 def _readable(tex: str) -> str:

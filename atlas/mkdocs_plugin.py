@@ -103,8 +103,12 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
             raise PluginError(f"atlas: {exc}") from None
 
     def on_page_content(self, html, page, config, files):
+        return katex.exclude_from_search(html)
+
+    def on_post_page(self, output, page, config):
+        """The page's math rendered by KaTeX, once the search has read the page (katex.exclude_from_search)."""
         try:
-            return self.katex.page(html, page.file.src_uri)
+            return self.katex.page(output, page.file.src_uri)
         except AtlasError as exc:
             raise PluginError(f"atlas: {exc}") from None
 

@@ -35,13 +35,44 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
             pass
 
 
+class _EmptySearch(_Quiet):
+    """The site as it is, except each language's search index: its own config with no documents."""
+    def do_GET(self):
+        if not self.path.split("?", 1)[0].endswith("/search/search_index.json"):
+            return super().do_GET()
+        real = json.loads(Path(self.translate_path(self.path)).read_text())
+        body = json.dumps({"config": real["config"], "docs": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _serve(site: Path, handler):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/"
+
+
 @pytest.fixture(scope="module")
 def server(built_site):
     site, _ = built_site
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/", site
+    httpd, base = _serve(site, _Quiet)
+    yield base, site
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def crawl_server(built_site):
+    """For the crawls: every page starts Material's search worker, which downloads and indexes the language's whole
+    search index (1.8 MB, 2,000 sections) while the page is open; on a busy machine a page waits long enough for
+    most of that to run, and it was the largest part of a crawl's CPU. Served empty here: the real indexes are
+    searched by the search tests in both languages and read whole by test_site_build."""
+    site, _ = built_site
+    httpd, base = _serve(site, _EmptySearch)
+    yield base, site
     httpd.shutdown()
     httpd.server_close()
 
@@ -96,14 +127,42 @@ def _static_checks(site: Path, rel: str, url: str) -> set[str]:
     return {urllib.parse.urljoin(url, value).split("#", 1)[0] for value in parser.refs}
 
 
-@pytest.mark.parametrize("language", ["en", "es"])
-def test_every_page_loads_clean(server, browser, language):
-    """Every page of one language (the two run side by side under xdist), opened in Chromium as a reader opens a
-    cited link: no console error and no failed request on any of them, and no broken link between them.
+CHUNKS = {"en": 4, "es": 2}         # pages per crawl about equal, so the two xdist workers finish together
 
-    Each page is left as soon as its load event has fired. That cuts short the search worker, which downloads and
-    indexes the language's whole search index on every page load; the search tests run it to the end."""
-    base, site = server
+
+def _crawl_groups(site: Path) -> dict[str, list[str]]:
+    """The pages each crawl opens: in English, every page of the site; in Spanish, every page of the LDLM, every
+    page no model owns (home, catalog, reference) and each other model's home. The Spanish pages are the same
+    templates in another language, and every one of them gets the checks of its HTML
+    (test_every_spanish_page_is_whole). A page in Chromium costs about 0.3 s of CPU (Material's scripts and the
+    layout), the largest part of the suite's time. Each language's pages are cut into CHUNKS runs of equal size."""
+    models = {m.parent.name for m in site.glob("*/atlas.json")}
+
+    def owner(rel: str) -> str:
+        first = rel.removeprefix("es/").split("/", 1)[0]
+        return first if first in models else ""
+
+    pages = {"en": [rel for rel in _pages(site) if not rel.startswith("es/")],
+             "es": [rel for rel in _pages(site) if rel.startswith("es/")
+                    and (owner(rel) in ("", "ldlm") or rel == f"es/{owner(rel)}/index.html")]}
+    return {f"{language}-{i + 1}": rels[i * len(rels) // CHUNKS[language]:(i + 1) * len(rels) // CHUNKS[language]]
+            for language, rels in pages.items() for i in range(CHUNKS[language])}
+
+
+CRAWLS = [f"{language}-{i + 1}" for language, n in CHUNKS.items() for i in range(n)]
+
+
+@pytest.mark.parametrize("group", CRAWLS)
+def test_every_page_loads_clean(crawl_server, browser, group):
+    """Pages opened in Chromium at 1280 px as a reader opens a cited link: no console error, no failed request and
+    no sideways scroll on any of them, and no broken link between them (the groups run side by side under xdist).
+
+    Each page is left as soon as its load event has fired; the search worker it starts gets an empty index
+    (crawl_server)."""
+    base, site = crawl_server
+    groups = _crawl_groups(site)
+    assert sorted(groups) == sorted(CRAWLS)
+    pages = groups[group]
     page = browser.new_page()
     errors, failed = [], []
     page.on("console", lambda m: errors.append((page.url, m.text)) if m.type == "error" else None)
@@ -112,19 +171,44 @@ def test_every_page_loads_clean(server, browser, language):
     page.on("requestfailed", lambda r: failed.append((page.url, r.url, r.failure))
             if "ERR_ABORTED" not in (r.failure or "") else None)
     page.on("response", lambda r: failed.append((page.url, r.url, r.status)) if r.status >= 400 else None)
-    pages = [rel for rel in _pages(site) if rel.startswith("es/") == (language == "es")]
+    wide = []
     for rel in pages:
         page.goto(base + rel.removesuffix("index.html"), wait_until="load")
+        if page.evaluate("document.documentElement.scrollWidth") > 1280:      # no sideways scroll at 1280 px
+            wide.append(rel)
     page.close()
-    assert errors == [] and failed == []
-    links = {link for rel in pages for link in _static_checks(site, rel, base + rel.removesuffix("index.html"))
-             if link.startswith(base)}
+    assert errors == [] and failed == [] and wide == []
+    _links_resolve(base, site, pages)
+
+
+def test_the_crawls_open_every_english_page_and_the_spanish_ones_they_name(built_site):
+    """Every page of every model in English, every component page counted from the models' data; in Spanish, the
+    LDLM's and each model's home as well as the pages no model owns."""
+    site, _ = built_site
+    groups = _crawl_groups(site)
+    english = sorted(r for name, rels in groups.items() if name.startswith("en-") for r in rels)
     models = sorted(site.glob("*/atlas.json"))
-    components = sum(len(json.loads(m.read_text())["components"]) for m in models)
+    components = {m.parent.name: len(json.loads(m.read_text())["components"]) for m in models}
     references = len(list((site / "reference").glob("*/index.html")))
     assert len(models) == 7 and references >= 13 and (site / "reference" / "index.html").is_file()
     # every component page of every model, every reference page, the reference index, the catalog and the home
-    assert len(pages) == components + references + 3
+    assert english == sorted(r for r in _pages(site) if not r.startswith("es/"))
+    assert len(english) == len(set(english)) == sum(components.values()) + references + 3
+    spanish = [r for name, rels in groups.items() if name.startswith("es-") for r in rels]
+    assert len(spanish) == components["ldlm"] + references + 3 + len(models) - 1
+    assert {f"es/{slug}/index.html" for slug in components} <= set(spanish)
+
+
+def test_every_spanish_page_is_whole(server):
+    """The HTML of every Spanish page, opened in Chromium or not: math rendered, no KaTeX error, every link inside
+    the site answered."""
+    base, site = server
+    _links_resolve(base, site, [r for r in _pages(site) if r.startswith("es/")])
+
+
+def _links_resolve(base: str, site: Path, pages: list[str]) -> None:
+    links = {link for rel in pages for link in _static_checks(site, rel, base + rel.removesuffix("index.html"))
+             if link.startswith(base)}
     broken = []
     for link in sorted(links):
         try:
@@ -289,15 +373,14 @@ def test_spanish_search_finds_spanish_pages_with_titles(server, browser):
 def test_no_horizontal_scroll_at_390_px(server, browser, language):
     base, _ = server
     page = browser.new_page()
-    for width in (1280, 390):
-        page.set_viewport_size({"width": width, "height": 844})
-        for rel, name in (("ldlm/", "model"), ("ldlm/latent_encoder/blocks/", "encoder-block"),
-                          ("ldlm/latent_encoder/blocks/mlp/layer_norm/", "layernorm"), ("catalog/", "catalog"),
-                          ("llama-3-8b/", "llama-3-8b"), ("olmoe-1b-7b/model/layers/", "olmoe-layer")):
-            page.goto(base + language + rel)
-            assert page.evaluate("document.documentElement.scrollWidth") <= width, (rel, width)
-            if rel != "ldlm/latent_encoder/blocks/mlp/layer_norm/":
-                _screenshot(page, f"{name}-{language.rstrip('/') or 'en'}-{width}.png")
+    page.set_viewport_size({"width": 390, "height": 844})       # 1280 px: every page, in the crawls
+    for rel, name in (("ldlm/", "model"), ("ldlm/latent_encoder/blocks/", "encoder-block"),
+                      ("ldlm/latent_encoder/blocks/mlp/layer_norm/", "layernorm"), ("catalog/", "catalog"),
+                      ("llama-3-8b/", "llama-3-8b"), ("olmoe-1b-7b/model/layers/", "olmoe-layer")):
+        page.goto(base + language + rel)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, rel
+        if rel != "ldlm/latent_encoder/blocks/mlp/layer_norm/":
+            _screenshot(page, f"{name}-{language.rstrip('/') or 'en'}-390.png")
     page.close()
 
 
