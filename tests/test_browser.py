@@ -127,42 +127,35 @@ def _static_checks(site: Path, rel: str, url: str) -> set[str]:
     return {urllib.parse.urljoin(url, value).split("#", 1)[0] for value in parser.refs}
 
 
-CHUNKS = {"en": 4, "es": 2}         # pages per crawl about equal, so the two xdist workers finish together
+WIDTHS = {"en": 1280, "es": 390}    # the English pages on a desktop, the Spanish ones on a phone
 
 
 def _crawl_groups(site: Path) -> dict[str, list[str]]:
-    """The pages each crawl opens: in English, every page of the site; in Spanish, every page of the LDLM, every
+    """The pages the crawl opens: in English, every page of the site; in Spanish, every page of the LDLM, every
     page no model owns (home, catalog, reference) and each other model's home. The Spanish pages are the same
     templates in another language, and every one of them gets the checks of its HTML
     (test_every_spanish_page_is_whole). A page in Chromium costs about 0.3 s of CPU (Material's scripts and the
-    layout), the largest part of the suite's time. Each language's pages are cut into CHUNKS runs of equal size."""
+    layout), the largest part of the suite's time."""
     models = {m.parent.name for m in site.glob("*/atlas.json")}
 
     def owner(rel: str) -> str:
         first = rel.removeprefix("es/").split("/", 1)[0]
         return first if first in models else ""
 
-    pages = {"en": [rel for rel in _pages(site) if not rel.startswith("es/")],
-             "es": [rel for rel in _pages(site) if rel.startswith("es/")
-                    and (owner(rel) in ("", "ldlm") or rel == f"es/{owner(rel)}/index.html")]}
-    return {f"{language}-{i + 1}": rels[i * len(rels) // CHUNKS[language]:(i + 1) * len(rels) // CHUNKS[language]]
-            for language, rels in pages.items() for i in range(CHUNKS[language])}
+    return {"en": [rel for rel in _pages(site) if not rel.startswith("es/")],
+            "es": [rel for rel in _pages(site) if rel.startswith("es/")
+                   and (owner(rel) in ("", "ldlm") or rel == f"es/{owner(rel)}/index.html")]}
 
 
-CRAWLS = [f"{language}-{i + 1}" for language, n in CHUNKS.items() for i in range(n)]
-
-
-@pytest.mark.parametrize("group", CRAWLS)
-def test_every_page_loads_clean(crawl_server, browser, group):
-    """Pages opened in Chromium at 1280 px as a reader opens a cited link: no console error, no failed request and
-    no sideways scroll on any of them, and no broken link between them (the groups run side by side under xdist).
+def test_every_page_loads_clean(crawl_server, browser):
+    """Pages opened in Chromium as a reader opens a cited link, the English ones 1280 px wide and the Spanish ones
+    390 px: no console error, no failed request and no sideways scroll on any of them, and no broken link between
+    them. One test, one page after another: two Chromiums crawling side by side on the two cores cost about 60%
+    more CPU than one, while the other xdist worker runs the rest of the suite.
 
     Each page is left as soon as its load event has fired; the search worker it starts gets an empty index
     (crawl_server)."""
     base, site = crawl_server
-    groups = _crawl_groups(site)
-    assert sorted(groups) == sorted(CRAWLS)
-    pages = groups[group]
     page = browser.new_page()
     errors, failed = [], []
     page.on("console", lambda m: errors.append((page.url, m.text)) if m.type == "error" else None)
@@ -171,14 +164,18 @@ def test_every_page_loads_clean(crawl_server, browser, group):
     page.on("requestfailed", lambda r: failed.append((page.url, r.url, r.failure))
             if "ERR_ABORTED" not in (r.failure or "") else None)
     page.on("response", lambda r: failed.append((page.url, r.url, r.status)) if r.status >= 400 else None)
-    wide = []
-    for rel in pages:
-        page.goto(base + rel.removesuffix("index.html"), wait_until="load")
-        if page.evaluate("document.documentElement.scrollWidth") > 1280:      # no sideways scroll at 1280 px
-            wide.append(rel)
+    wide, opened = [], []
+    for language, pages in _crawl_groups(site).items():
+        width = WIDTHS[language]
+        page.set_viewport_size({"width": width, "height": 900})
+        for rel in pages:
+            page.goto(base + rel.removesuffix("index.html"), wait_until="load")
+            if page.evaluate("document.documentElement.scrollWidth") > width:      # no sideways scroll
+                wide.append(rel)
+        opened += pages
     page.close()
     assert errors == [] and failed == [] and wide == []
-    _links_resolve(base, site, pages)
+    _links_resolve(base, site, opened)
 
 
 def test_the_crawls_open_every_english_page_and_the_spanish_ones_they_name(built_site):
@@ -186,7 +183,7 @@ def test_the_crawls_open_every_english_page_and_the_spanish_ones_they_name(built
     LDLM's and each model's home as well as the pages no model owns."""
     site, _ = built_site
     groups = _crawl_groups(site)
-    english = sorted(r for name, rels in groups.items() if name.startswith("en-") for r in rels)
+    english = sorted(groups["en"])
     models = sorted(site.glob("*/atlas.json"))
     components = {m.parent.name: len(json.loads(m.read_text())["components"]) for m in models}
     references = len(list((site / "reference").glob("*/index.html")))
@@ -194,7 +191,7 @@ def test_the_crawls_open_every_english_page_and_the_spanish_ones_they_name(built
     # every component page of every model, every reference page, the reference index, the catalog and the home
     assert english == sorted(r for r in _pages(site) if not r.startswith("es/"))
     assert len(english) == len(set(english)) == sum(components.values()) + references + 3
-    spanish = [r for name, rels in groups.items() if name.startswith("es-") for r in rels]
+    spanish = groups["es"]
     assert len(spanish) == components["ldlm"] + references + 3 + len(models) - 1
     assert {f"es/{slug}/index.html" for slug in components} <= set(spanish)
 
@@ -369,11 +366,12 @@ def test_spanish_search_finds_spanish_pages_with_titles(server, browser):
     page.close()
 
 
-@pytest.mark.parametrize("language", ["", "es/"])
-def test_no_horizontal_scroll_at_390_px(server, browser, language):
+def test_no_horizontal_scroll_at_390_px(server, browser):
+    """English pages of each kind on a phone, with screenshots (the Spanish pages: in their crawl, all at 390 px)."""
     base, _ = server
+    language = ""
     page = browser.new_page()
-    page.set_viewport_size({"width": 390, "height": 844})       # 1280 px: every page, in the crawls
+    page.set_viewport_size({"width": 390, "height": 844})
     for rel, name in (("ldlm/", "model"), ("ldlm/latent_encoder/blocks/", "encoder-block"),
                       ("ldlm/latent_encoder/blocks/mlp/layer_norm/", "layernorm"), ("catalog/", "catalog"),
                       ("llama-3-8b/", "llama-3-8b"), ("olmoe-1b-7b/model/layers/", "olmoe-layer")):

@@ -2,7 +2,6 @@
 
 import hashlib
 import json
-import os
 import struct
 import subprocess
 import sys
@@ -435,24 +434,3 @@ def test_sharded_torch_bins(tmp_path):
     (tmp_path / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": weight_map}))
     r, _ = reconciled(GPT2_SPEC, tmp_path)
     assert (r.format, r.shards, r.tensors, r.matched, r.problems) == ("torch-sharded", 2, 29, 29, 0)
-
-
-# -- the mkdocs plugin: a checkpoint per model -------------------------------------------------------------------
-
-def test_mkdocs_plugin_reads_a_checkpoint_per_model(tmp_path, gpt2_safetensors):
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "index.md").write_text("# Home\n")
-    (tmp_path / "ck").mkdir()
-    (tmp_path / "ck" / "gpt2.safetensors").write_bytes(gpt2_safetensors.read_bytes())
-    (tmp_path / "mkdocs.yml").write_text(
-        "site_name: t\ntheme:\n  name: material\nplugins:\n  - atlas:\n      memory_budget: 0.1\n"
-        f"      models: [{{spec: '{GPT2_SPEC}', checkpoint: ck/gpt2.safetensors}}]\n"
-        "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: true\n")
-    (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build"], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    page = (tmp_path / "docs" / "gpt-2" / "transformer" / "h" / "index.md").read_text()
-    assert "Checkpoint counted: 24 of 24 tensors match, 99,968 parameters, in `ck/gpt2.safetensors`." in page
-    data = json.loads((tmp_path / "docs" / "gpt-2" / "atlas.json").read_text())
-    assert (data["checkpoint"]["path"], data["checkpoint"]["matched"]) == ("ck/gpt2.safetensors", 28)
