@@ -1,5 +1,6 @@
 """The built site in a real Chromium (Debian's /usr/bin/chromium), driven by Playwright for Python."""
 
+import contextlib
 import functools
 import html.parser
 import http.server
@@ -49,19 +50,22 @@ class _EmptySearch(_Quiet):
         self.wfile.write(body)
 
 
+@contextlib.contextmanager
 def _serve(site: Path, handler):
+    """The built site on 127.0.0.1 at a free port: (base URL, site folder)."""
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/"
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/", site
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 @pytest.fixture(scope="module")
 def server(built_site):
-    site, _ = built_site
-    httpd, base = _serve(site, _Quiet)
-    yield base, site
-    httpd.shutdown()
-    httpd.server_close()
+    with _serve(built_site[0], _Quiet) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +74,8 @@ def crawl_server(built_site):
     search index (1.8 MB, 2,000 sections) while the page is open; on a busy machine a page waits long enough for
     most of that to run, and it was the largest part of a crawl's CPU. Served empty here: the real indexes are
     searched by the search tests in both languages and read whole by test_site_build."""
-    site, _ = built_site
-    httpd, base = _serve(site, _EmptySearch)
-    yield base, site
-    httpd.shutdown()
-    httpd.server_close()
+    with _serve(built_site[0], _EmptySearch) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +144,7 @@ def _crawl_groups(site: Path) -> dict[str, list[str]]:
         return first if first in models else ""
 
     def has_children(rel: str) -> bool:
-        return any(p != site / rel for p in (site / rel).parent.glob("*/index.html"))
+        return any((site / rel).parent.glob("*/index.html"))
 
     return {"en": [rel for rel in _pages(site) if not rel.startswith("es/")],
             "es": [rel for rel in _pages(site) if rel.startswith("es/")
