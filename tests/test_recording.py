@@ -1,12 +1,16 @@
 """How the forward is found and recorded: optional inputs added after a failure, module state left as it was,
-writes through views, sizes the code needs exactly."""
+writes through views, sizes the code needs exactly, repeated entries run once, the record let go."""
 
 import copy
+import gc
 import json
+import weakref
 
 from atlas.cli import main
 from atlas.pipeline import Settings, document
+from atlas.inputs import InputSpec
 from atlas.spec import load
+from atlas.trace import run
 
 SPEC = "tests/fixtures/recording_models.py"
 
@@ -45,3 +49,29 @@ def test_writes_through_views_reach_the_base(capsys):
     root = data["components"][0]
     assert root["verification"]["verified"], root["verification"]
     assert root["verification"]["max_error"] < 1e-9
+
+
+def _pyramid_trace():
+    model = load(f"{SPEC}:pyramid").model
+    groups = [[f"blocks.{i}" for i in range(4)]]
+    return run.symbolic(model, [InputSpec("x", "float32", ("B", 8))], {"B": 2}, groups)
+
+
+def test_repeated_entries_run_once_unless_their_inputs_differ():
+    trace = _pyramid_trace()
+    assert trace.error is None
+    calls = {c.path: c for c in trace.root.calls()}
+    # blocks 1 and 2 saw block 0's inputs: skipped, their layers never called; block 3 saw [2B, 8] and ran
+    assert [calls[f"blocks.{i}"].skipped for i in range(4)] == [False, True, True, False]
+    assert "blocks.1.0" not in calls and "blocks.2.0" not in calls
+    assert [str(s) for s in calls["blocks.3.0"].out.value.shape] == ["2*B", "8"]
+    assert [str(s) for s in calls["blocks.2"].out.value.shape] == ["B", "8"]
+
+
+def test_the_record_is_let_go_with_its_trace():
+    """autograd's saved-tensor hooks and the ShapeEnv's guard listener must not keep the record alive."""
+    trace = _pyramid_trace()
+    root = weakref.ref(trace.root)
+    del trace
+    gc.collect()
+    assert root() is None

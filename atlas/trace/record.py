@@ -15,6 +15,7 @@ import inspect
 import os
 import sys
 import sysconfig
+import weakref
 
 import torch
 from torch import nn
@@ -95,6 +96,8 @@ class Recorder(TorchFunctionMode):
         self._codes: dict = {}              # code object -> user code?
         self._positions: dict = {}          # code object -> its instructions' source positions
         self._handles: list = []
+        self._hooked: set = set()           # ids of the modules hooked
+        self._deferred: set = set()         # ids of modules whose submodules are hooked only once they run
         self._previous_trace = None
         self._owners = {}
         for prefix, module in model.named_modules(remove_duplicate=False):
@@ -334,9 +337,17 @@ class Recorder(TorchFunctionMode):
                 pass
         return t
 
-    @staticmethod
-    def unpack(t):
-        return t
+    def saving(self):
+        """autograd's saved-tensor hooks for this run. They hold the recorder weakly: autograd keeps them in the
+        graph of every recorded output, and the recorder keeps those outputs, a cycle through C++ that Python's
+        collector cannot see, so a strong hold would keep the whole record alive for good."""
+        ref = weakref.ref(self)
+
+        def pack(t):
+            rec = ref()
+            return rec.pack(t) if rec is not None else t
+
+        return torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
 
     def note_weights(self) -> None:
         for _, _, _, t in self._owners.values():
@@ -382,10 +393,30 @@ class Recorder(TorchFunctionMode):
                     v.names.append((number, var, frame.f_lineno, var in params))
 
     # -- entering and leaving -----------------------------------------------------------------
-    def __enter__(self):
-        for module in self.model.modules():
+    def defer(self, module: nn.Module) -> None:
+        """Hook `module` but not the modules below it until `hook_below(module)`: a repeated list entry that is
+        skipped never calls them, and hooks on all of a 126-layer model's modules cost memory for nothing."""
+        self._deferred.add(id(module))
+
+    def hook_below(self, module: nn.Module) -> None:
+        self._deferred.discard(id(module))
+        for child in module.children():
+            self._hook_tree(child)
+
+    def _hook_tree(self, top: nn.Module) -> None:
+        todo = [top]
+        while todo:
+            module = todo.pop()
+            if id(module) in self._hooked:
+                continue
+            self._hooked.add(id(module))
             self._handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
             self._handles.append(module.register_forward_hook(self._post, with_kwargs=True, always_call=True))
+            if id(module) not in self._deferred:
+                todo.extend(reversed([m for m in module.children()]))
+
+    def __enter__(self):
+        self._hook_tree(self.model)
         if self.names:
             self._previous_trace = sys.gettrace()
             sys.settrace(self._global_trace)
@@ -400,6 +431,7 @@ class Recorder(TorchFunctionMode):
             for h in self._handles:
                 h.remove()
             self._handles.clear()
+            self._hooked.clear()
             while self.stack:                       # calls left open by an exception
                 call = self.stack.pop()
                 call.failed = str(exc[1]) if exc and exc[1] is not None else "interrupted"
@@ -425,6 +457,10 @@ def _call(func, short: str, args, kwargs):
         with torch.no_grad():
             return decomposition_table[getattr(torch.ops.aten, short).input](*args, **kwargs)
     return func(*args, **kwargs)
+
+
+def _unpack(t):
+    return t
 
 
 def _has_float(x) -> bool:

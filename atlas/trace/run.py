@@ -42,7 +42,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
         error = None
         # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
         # the hooks); fake tensors make the whole run cost no memory either way
-        hooks = torch.autograd.graph.saved_tensors_hooks(rec.pack, rec.unpack)
+        hooks = rec.saving()
         with quiet(), _evaluation(model), _skipping(model, repeats, rec), torch.enable_grad(), hooks, si.mode, \
                 si.decompose, rec:
             rec.register_inputs(inputs)
@@ -50,6 +50,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
                 _call(model, inputs)
             except Exception as exc:  # the record keeps every call that finished before it
                 error = where(exc)
+        si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
     trace = Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
                   _working_dtype(model), error, specialized=tuple(si.specialized()),
                   specialized_at=tuple(si.specialized_sites()))
@@ -176,6 +177,7 @@ def _skipping(model: nn.Module, repeats, rec: Recorder):
             if module is first or "forward" in vars(module):
                 continue
             module.forward = _skipper(module, first, rec)
+            rec.defer(module)
             patched.append(module)
     try:
         yield
@@ -189,7 +191,10 @@ def _skipper(module: nn.Module, first: nn.Module, rec: Recorder):
 
     def forward(*args, **kwargs):
         out = _untraced(_repeat, rec, module, first, args, kwargs)
-        return out if out is not None else real(*args, **kwargs)
+        if out is not None:
+            return out
+        rec.hook_below(module)
+        return real(*args, **kwargs)
 
     return forward
 
