@@ -1,6 +1,6 @@
 """Where each component's code lives: pinned excerpts, claims tied to lines, and a few structural facts.
 
-Line ranges come from `inspect` on the real class, never from typing. Paths are
+Line ranges come from the real class's code (the lines `inspect` gives: atlas.source_spans), never from typing. Paths are
 shown relative to the git checkout or to site-packages, so no page depends on
 where a machine keeps its files, and nothing depends on the clock.
 """
@@ -11,6 +11,7 @@ import ast
 import functools
 import importlib.metadata
 import inspect
+import re
 import subprocess
 import textwrap
 from dataclasses import replace
@@ -23,6 +24,7 @@ from atlas.equations import leaves
 from atlas.i18n import lowered, msg, msgn
 from atlas.filters import calculation
 from atlas.model import Claim, Component, Excerpt, ModelDoc, Source
+from atlas.source_spans import SourceFiles
 
 CLAIM_SPAN = 24                      # lines of code a claim's excerpt may span around its main fact
 HEADER_LINES = 36                    # a class header and docstring, cut as the seed pages cut it
@@ -91,12 +93,20 @@ def locate(file: str, repo_url: str | None) -> Source:
 def _distribution_of(top: str) -> str:
     """The distribution that installs the import package `top`: the one of that name when its file list has it,
     else the first whose top_level.txt names it, else the first whose file list has it. Reading every installed
-    distribution's file list up front cost 10 MB of peak memory for the one or two packages a model comes from."""
+    distribution's file list up front cost 10 MB of peak memory for the one or two packages a model comes from.
+    The one of that name is taken when the package sits where it installs files: transformers' file list has
+    3,000 lines (3.5 MB as path objects, 1.7 MB as text) for that one answer."""
+    installed = re.compile(rf"^\"?{re.escape(top)}(/|\.py\b)", re.M)
+
     def installs(dist) -> bool:
+        record = dist.read_text("RECORD")      # a wheel's: one "path,hash,size" line per file
+        if record is not None:
+            return installed.search(record) is not None
         return any(f.parts and f.parts[0] in (top, f"{top}.py") for f in dist.files or ())
     try:
         dist = importlib.metadata.distribution(top)
-        if installs(dist):
+        here = Path(dist.locate_file(""))
+        if (here / top).is_dir() or (here / f"{top}.py").is_file() or installs(dist):
             return dist.metadata["Name"]
     except importlib.metadata.PackageNotFoundError:
         pass
@@ -107,95 +117,102 @@ def _distribution_of(top: str) -> str:
     return next((dist.metadata["Name"] for dist in dists if installs(dist)), top)
 
 
-@functools.lru_cache(maxsize=None)
-def _file_lines(file: str) -> tuple[str, ...]:
-    return tuple(Path(file).read_text().splitlines())
+def _memo(method):
+    """Cache a _Reader method's results for the reader's pass."""
+    @functools.wraps(method)
+    def cached(self, *args):
+        key = (method.__name__, *args)
+        if key not in self.memo:
+            self.memo[key] = method(self, *args)
+        return self.memo[key]
+    return cached
 
 
-@functools.lru_cache(maxsize=None)
-def _class_lines(cls: type) -> tuple[list[str], int, str] | None:
-    try:
-        lines, start = inspect.getsourcelines(cls)
-        return lines, start, inspect.getsourcefile(cls)
-    except (OSError, TypeError):
-        return None
+class _Reader:
+    """One provenance pass over a model: each source file read once, class and method spans and parsed __init__s
+    found once, all let go when the pass ends (atlas.source_spans says why not inspect's caches)."""
 
+    def __init__(self) -> None:
+        self.files = SourceFiles()
+        self.memo: dict = {}
 
-@functools.lru_cache(maxsize=None)
-def _method_span(cls: type, name: str) -> tuple[int, int] | None:
-    """Lines of a method, from the class that defines it along the MRO, if that class is in the same file."""
-    owner = next((k for k in cls.__mro__ if name in k.__dict__ and k is not nn.Module), None)
-    if owner is None:
-        return None
-    try:
-        if inspect.getsourcefile(owner) != inspect.getsourcefile(cls):
+    @_memo
+    def class_lines(self, cls: type) -> tuple[list[str], int, str] | None:
+        found = self.files.klass(cls)
+        return None if found is None else (found[2], found[1], found[0])
+
+    @_memo
+    def method_span(self, cls: type, name: str) -> tuple[int, int] | None:
+        """Lines of a method, from the class that defines it along the MRO, if that class is in the same file."""
+        owner = next((k for k in cls.__mro__ if name in k.__dict__ and k is not nn.Module), None)
+        if owner is None:
             return None
-    except TypeError:
+        try:
+            if inspect.getsourcefile(owner) != inspect.getsourcefile(cls):
+                return None
+        except TypeError:
+            return None
+        found = self.files.function(owner.__dict__[name])
+        if found is None:
+            return None
+        _, start, lines = found
+        return start, start + len(lines) - 1
+
+    @_memo
+    def excerpts(self, cls: type) -> tuple[Excerpt, ...]:
+        """The class header with its docstring, then __init__ through forward."""
+        found = self.class_lines(cls)
+        if found is None:
+            return ()
+        lines, start, file = found
+        header_end = start + min(len(lines), HEADER_LINES) - 1
+        spans = [(start, header_end)]
+        methods = [s for s in (self.method_span(cls, "__init__"), self.method_span(cls, "forward")) if s]
+        if methods:
+            spans.append((min(s for s, _ in methods), max(e for _, e in methods)))
+        merged: list[tuple[int, int]] = []
+        for s, e in sorted(spans):
+            if merged and s <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+            else:
+                merged.append((s, e))
+        return tuple(Excerpt(s, e, self.files.text(file, s, e)) for s, e in merged)
+
+    @_memo
+    def init_tree(self, klass: type):
+        """The parsed source of a class's own __init__."""
+        found = self.files.function(klass.__init__)
+        if found is None:
+            return None
+        try:
+            return ast.parse(textwrap.dedent("".join(found[2])))
+        except SyntaxError:
+            return None
+
+    @_memo
+    def assignment_lines(self, cls: type, attr: str) -> tuple[int, int] | None:
+        """Lines in __init__ (along the MRO) that set self.<attr>, or register it."""
+        for klass in type.mro(cls):
+            span = self.method_span(klass, "__init__")
+            tree = self.init_tree(klass) if span is not None else None
+            if tree is None:
+                continue
+            for node in ast.walk(tree):
+                hit = False
+                if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    hit = any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                              and t.value.id == "self" for t in targets)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr in ("register_parameter", "register_buffer") and node.args and \
+                        isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
+                    hit = True
+                if hit:
+                    return span[0] + node.lineno - 1, span[0] + node.end_lineno - 1
         return None
-    fn = owner.__dict__[name]
-    try:
-        lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return None
-    return start, start + len(lines) - 1
 
-
-@functools.lru_cache(maxsize=None)
-def excerpts(cls: type) -> tuple[Excerpt, ...]:
-    """The class header with its docstring, then __init__ through forward."""
-    found = _class_lines(cls)
-    if found is None:
-        return ()
-    lines, start, file = found
-    all_lines = _file_lines(file)
-    header_end = start + min(len(lines), HEADER_LINES) - 1
-    spans = [(start, header_end)]
-    methods = [s for s in (_method_span(cls, "__init__"), _method_span(cls, "forward")) if s]
-    if methods:
-        spans.append((min(s for s, _ in methods), max(e for _, e in methods)))
-    merged: list[tuple[int, int]] = []
-    for s, e in sorted(spans):
-        if merged and s <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
-        else:
-            merged.append((s, e))
-    return tuple(Excerpt(s, e, "\n".join(all_lines[s - 1:e])) for s, e in merged)
-
-
-@functools.lru_cache(maxsize=None)
-def _init_tree(klass: type):
-    """The parsed source of a class's own __init__, once per class."""
-    try:
-        return ast.parse(textwrap.dedent(inspect.getsource(klass.__init__)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-
-
-def _assignment_lines(cls: type, attr: str) -> tuple[int, int] | None:
-    """Lines in __init__ (along the MRO) that set self.<attr>, or register it."""
-    for klass in type.mro(cls):
-        span = _method_span(klass, "__init__")
-        tree = _init_tree(klass) if span is not None else None
-        if tree is None:
-            continue
-        for node in ast.walk(tree):
-            hit = False
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                hit = any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-                          and t.value.id == "self" for t in targets)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in ("register_parameter", "register_buffer") and node.args and \
-                    isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
-                hit = True
-            if hit:
-                return span[0] + node.lineno - 1, span[0] + node.end_lineno - 1
-    return None
-
-
-def _claim(text: str, check: str, file: str, src_file: str, start: int, end: int) -> Claim:
-    lines = _file_lines(src_file)[start - 1:end]
-    return Claim(text, check, file, start, end, "\n".join(lines))
+    def claim(self, text: str, check: str, file: str, src_file: str, start: int, end: int) -> Claim:
+        return Claim(text, check, file, start, end, self.files.text(src_file, start, end))
 
 
 HYPER = {"eps": msg("epsilon"), "p": msg("dropout probability"), "approximate": msg("GELU approximation"),
@@ -205,22 +222,23 @@ HYPER = {"eps": msg("epsilon"), "p": msg("dropout probability"), "approximate": 
          "num_embeddings": msg("rows"), "embedding_dim": msg("features per row")}
 
 
-def claims_for(module: nn.Module, comp: Component, source: Source, doc: ModelDoc | None = None) -> tuple[Claim, ...]:
+def claims_for(reader: _Reader, module: nn.Module, comp: Component, source: Source,
+               doc: ModelDoc | None = None) -> tuple[Claim, ...]:
     cls = type(module)
-    found = _class_lines(cls)
+    found = reader.class_lines(cls)
     if found is None:
         return ()
     lines, start, src_file = found
     out: list[Claim] = []
     rows = [r for r in comp.rows]
     if rows:
-        spans = [_assignment_lines(cls, r.name) for r in rows]
+        spans = [reader.assignment_lines(cls, r.name) for r in rows]
         spans = [s for s in spans if s]
         if spans:
             a, b = min(s for s, _ in spans), max(e for _, e in spans)
             owned = tuple(msg("%(tensor)s (%(calculation)s)", tensor=lowered(r.label),
                               calculation=calculation(r.factors)) for r in rows)
-            out.append(_claim(
+            out.append(reader.claim(
                 msg("%(name)s owns its %(owned)s: %(count)s parameters per instance.", name=comp.name,
                     owned=owned, count=comp.own_parameters),
                 msg("accounting"), source.file, src_file, a, b))
@@ -229,20 +247,20 @@ def claims_for(module: nn.Module, comp: Component, source: Source, doc: ModelDoc
     values = []
     for attr, what in HYPER.items():
         value = getattr(module, attr, None)
-        span = _assignment_lines(cls, attr)
+        span = reader.assignment_lines(cls, attr)
         if value is None or span is None or isinstance(value, (nn.Module, torch.Tensor)):
             continue
         values.append((what, value, span))
     if values and verified:
         a, b = min(s[0] for *_, s in values), max(s[1] for *_, s in values)
         settings = tuple(msg("%(setting)s %(value)s", setting=what, value=_show(value)) for what, value, _ in values)
-        out.append(_claim(msg("Configured with %(settings)s; the equations above use these values and reproduce "
+        out.append(reader.claim(msg("Configured with %(settings)s; the equations above use these values and reproduce "
                               "forward().", settings=settings),
                           msg("equations verified"), source.file, src_file, a, b))
-    span = _method_span(cls, "forward")
+    span = reader.method_span(cls, "forward")
     if verified and span and leaves.builder_for(module) is None:
         error = f"{e.verification.max_error:.0e}"
-        out.append(_claim(
+        out.append(reader.claim(
             msgn("forward() computes the step shown above, checked against it on random inputs "
                  "(max error within %(error)s).",
                  "forward() computes the %(n)s steps shown above, checked against it on random inputs "
@@ -251,20 +269,20 @@ def claims_for(module: nn.Module, comp: Component, source: Source, doc: ModelDoc
     if comp.shapes is not None and comp.shapes.status.value == "derived" and span:
         ins = ", ".join(t.name for t in comp.shapes.inputs)
         outs = ", ".join(t.name for t in comp.shapes.outputs)
-        out.append(_claim(msg("forward() takes %(inputs)s and returns %(outputs)s, with the shapes shown above "
+        out.append(reader.claim(msg("forward() takes %(inputs)s and returns %(outputs)s, with the shapes shown above "
                               "at every probed input size.", inputs=ins, outputs=outs),
                           msg("shape probes"), source.file, src_file, span[0], span[1]))
-    arch = architecture_claim(doc, module, comp, source, src_file) if doc is not None else None
+    arch = architecture_claim(reader, doc, module, comp, source, src_file) if doc is not None else None
     if arch is not None:
         out.append(arch)
     if comp.repeat > 1:
-        out.append(_claim(msg("The %(n)s instances at this position are structurally identical: same class, "
+        out.append(reader.claim(msg("The %(n)s instances at this position are structurally identical: same class, "
                               "hyper-parameters, parameter shapes and children.", n=comp.repeat),
                           msg("structure"), source.file, src_file, start, start + min(len(lines), HEADER_LINES) - 1))
     return tuple(out)
 
 
-def architecture_claim(doc: ModelDoc, module: nn.Module, comp: Component, source: Source,
+def architecture_claim(reader: _Reader, doc: ModelDoc, module: nn.Module, comp: Component, source: Source,
                        src_file: str) -> Claim | None:
     """The hyper-parameters a block's verified steps compute with, each tied to its line; for a block that is one
     of N, said of the part that repeats it (seed 002: "The latent encoder: 12 heads of 64 features, ...")."""
@@ -307,7 +325,7 @@ def architecture_claim(doc: ModelDoc, module: nn.Module, comp: Component, source
     if not lines:
         return None
     near = [x for x in lines if abs(x - lines[0]) <= CLAIM_SPAN]    # an excerpt of the heads' lines, not a file
-    return _claim(msg("%(part)s: %(facts)s.", part=subject.name, facts=tuple(items)),
+    return reader.claim(msg("%(part)s: %(facts)s.", part=subject.name, facts=tuple(items)),
                   msg("equations verified"), source.file, src_file, min(near), max(near))
 
 
@@ -327,7 +345,6 @@ def _mlp_multiplier(doc: ModelDoc, comp: Component) -> int | None:
 
 def _eps_value(line: str) -> float | None:
     """The value of ε a constant's line states, read from its symbol's key (c.eps.<value>)."""
-    import re
     m = re.search(r"c\.eps\.([0-9.e+-]+)\}", line)
     return float(m.group(1)) if m else None
 
@@ -393,17 +410,17 @@ def _descendants(doc: ModelDoc, comp: Component):
 
 
 def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> ModelDoc:
+    reader = _Reader()
     out = []
     for comp in doc.components:
         module = model.get_submodule(comp.module_paths[0])
-        found = _class_lines(type(module))
+        found = reader.class_lines(type(module))
         if found is None:
             out.append(comp)
             continue
-        source = replace(locate(found[2], repo_url), excerpts=excerpts(type(module)))
+        source = replace(locate(found[2], repo_url), excerpts=reader.excerpts(type(module)))
         comp = replace(comp, source=source)
-        comp = replace(comp, claims=claims_for(module, comp, source, doc))
+        comp = replace(comp, claims=claims_for(reader, module, comp, source, doc))
         out.append(comp)
     doc = replace(doc, components=tuple(out))
     return replace(doc, components=tuple(replace(c, explanation=explanation(doc, c)) for c in doc.components))
-

@@ -1,0 +1,53 @@
+"""Source spans agree with inspect's, line for line, without inspect's caches."""
+
+import inspect
+import linecache
+
+import pytest
+from torch import nn
+from transformers.models.llama import modeling_llama
+
+from atlas.source_spans import SourceFiles
+from atlas.zoo import ldlm
+
+MODULES = (nn.modules.linear, nn.modules.conv, nn.modules.activation, nn.modules.rnn, nn.modules.transformer,
+           modeling_llama, ldlm)
+
+
+def _classes():
+    for module in MODULES:
+        for value in vars(module).values():
+            if inspect.isclass(value) and value.__module__ == module.__name__:
+                yield value
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
+def test_spans_are_the_lines_inspect_gives(module):
+    files, checked = SourceFiles(), 0
+    for cls in (c for c in _classes() if c.__module__ == module.__name__):
+        try:
+            want_lines, want_start = inspect.getsourcelines(cls)
+        except OSError:                 # made at run time (a NamedTuple's): inspect has no source either
+            assert files.klass(cls) is None
+            continue
+        file, start, lines = files.klass(cls)
+        assert (start, lines) == (want_start, want_lines), cls
+        for fn in (v for v in vars(cls).values() if inspect.isfunction(v)):
+            try:
+                want_lines, want_start = inspect.getsourcelines(fn)
+            except OSError:             # a dataclass's generated __init__: no file
+                assert files.function(fn) is None
+                continue
+            assert files.function(fn)[1:] == (want_start, want_lines), fn
+            checked += 1
+    assert checked > 5
+
+
+def test_files_are_read_once_and_not_kept_in_linecache():
+    linecache.clearcache()
+    files = SourceFiles()
+    file, start, lines = files.klass(modeling_llama.LlamaAttention)
+    assert lines[0].startswith("@") and lines[1].startswith("class LlamaAttention(")     # its decorator first
+    assert files.text(file, start, start + 1) == "".join(lines[:2]).rstrip("\n")
+    assert files.lines(file) is files.lines(file)
+    assert file not in linecache.cache
