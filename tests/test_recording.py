@@ -1,10 +1,15 @@
 """How the forward is found and recorded: optional inputs added after a failure, module state left as it was,
 writes through views, sizes the code needs exactly, repeated entries run once, the record let go."""
 
+import collections
 import copy
 import gc
 import json
+import linecache
 import weakref
+
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from atlas.cli import main
 from atlas.pipeline import Settings, document
@@ -75,3 +80,21 @@ def test_the_record_is_let_go_with_its_trace():
     del trace
     gc.collect()
     assert root() is None
+
+
+def _alive() -> collections.Counter:
+    gc.collect()
+    return collections.Counter(type(o).__name__ for o in gc.get_objects()
+                               if isinstance(o, (FakeTensor, FakeTensorMode, ShapeEnv)))
+
+
+def test_the_run_leaves_nothing_behind():
+    """The run's fake tensors, fake mode and ShapeEnv go with it, and linecache is as it was. Tanh saves its output
+    for its own backward, a cycle through C++ if autograd kept the tensor itself; torch's class-level caches (the
+    ShapeEnv's lru caches, the fake mode's dispatch cache) would keep the ShapeEnv for good."""
+    before, lines = _alive(), set(linecache.cache)
+    trace = _pyramid_trace()
+    assert trace.error is None and trace.saved            # autograd did save tensors (Tanh's output among them)
+    del trace
+    assert _alive() == before
+    assert set(linecache.cache) - lines == set()

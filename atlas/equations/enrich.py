@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from torch import nn
 
-from atlas.equations import leaves, naming, override
+from atlas.equations import leaves, naming, override, scalars
 from atlas.equations.build import Builder
 from atlas.equations.leaves import Unsupported
 from atlas.equations.nodes import Sym
@@ -137,17 +137,18 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DE
     names = {path: c.name for c in doc.components for path in c.module_paths}
     out, failures, chained = [], [], set()
     start = time.perf_counter()
-    for comp in doc.components:                 # parents first: a loop in the parent says its blocks are chained
-        module = model.get_submodule(comp.module_paths[0])
-        equations, sentence = equations_for(module, comp, trace, link_ids, vocab, budget_bytes, run, names.get,
-                                            comp.id in chained)
-        chained.update(_looped.pop(comp.id, ()))
-        v = equations.verification
-        if v is not None and is_mismatch(v):
-            failures.append(f"{comp.id or '(model)'}: {v.reason}")
-        out.append(replace(comp, equations=equations, summary=sentence))
-        if tick is not None:
-            tick()
+    with scalars.one_pass():
+        for comp in doc.components:             # parents first: a loop in the parent says its blocks are chained
+            module = model.get_submodule(comp.module_paths[0])
+            equations, sentence = equations_for(module, comp, trace, link_ids, vocab, budget_bytes, run, names.get,
+                                                comp.id in chained)
+            chained.update(_looped.pop(comp.id, ()))
+            v = equations.verification
+            if v is not None and is_mismatch(v):
+                failures.append(f"{comp.id or '(model)'}: {v.reason}")
+            out.append(replace(comp, equations=equations, summary=sentence))
+            if tick is not None:
+                tick()
     log.info("%s: equations for %d components in %.1f s", doc.name, len(out), time.perf_counter() - start)
     doc = replace(doc, components=tuple(out))
     if failures:

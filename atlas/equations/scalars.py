@@ -10,6 +10,7 @@ A name that says epsilon becomes ε, a constant the page states once.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import math
 
@@ -25,6 +26,17 @@ class Eps(Num):
     """A small constant added for numerical safety (ε): the page states its value once."""
 
     __slots__ = ()
+
+
+@contextlib.contextmanager
+def one_pass():
+    """Each file's syntax tree is parsed once in a pass and let go at its end: a whole file's tree is large (0.6 MB
+    for transformers' modeling_llama.py), and a later pass must see the file as it is then."""
+    try:
+        yield
+    finally:
+        _index.cache_clear()
+        _tree.cache_clear()
 
 
 @functools.lru_cache(maxsize=256)

@@ -335,7 +335,11 @@ class Recorder(TorchFunctionMode):
                     self.saved.setdefault(id(self.stack[-1]), []).append((key, self.to_size(storage.nbytes())))
             except (RuntimeError, NotImplementedError):    # a tensor without a storage of its own: nothing saved
                 pass
-        return t
+        self.paused += 1
+        try:
+            return _detached(t)
+        finally:
+            self.paused -= 1
 
     def saving(self):
         """autograd's saved-tensor hooks for this run. They hold the recorder weakly: autograd keeps them in the
@@ -345,7 +349,7 @@ class Recorder(TorchFunctionMode):
 
         def pack(t):
             rec = ref()
-            return rec.pack(t) if rec is not None else t
+            return rec.pack(t) if rec is not None else _detached(t)
 
         return torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
 
@@ -461,6 +465,13 @@ def _call(func, short: str, args, kwargs):
 
 def _unpack(t):
     return t
+
+
+def _detached(t):
+    """What autograd keeps of a saved tensor: the same data without its graph. Kept as it is, an output saved for
+    its own backward (rsqrt's, exp's) holds the node that holds it, a cycle through C++ that no collector breaks:
+    the graph, its fake tensors and their ShapeEnv would outlive the run."""
+    return t.detach() if isinstance(t, torch.Tensor) else t
 
 
 def _has_float(x) -> bool:

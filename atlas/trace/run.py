@@ -19,7 +19,7 @@ from torch import nn
 from atlas.errors import where
 from atlas.trace.record import Recorder
 from atlas.trace.structures import Call, Guard, Ref, Trace
-from atlas.trace.symbolic import SymbolicInputs, quiet
+from atlas.trace.symbolic import SymbolicInputs, quiet, release
 
 log = logging.getLogger("atlas")
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -56,6 +56,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
                   specialized_at=tuple(si.specialized_sites()))
     trace.saved = rec.saved
     trace.assumed = si.shape_env.assumed_values()
+    release(si.shape_env)
     return trace
 
 

@@ -8,6 +8,7 @@ where the equations are checked, so every guard the code took holds there.
 from __future__ import annotations
 
 import contextlib
+import linecache
 import logging
 import sys
 from pathlib import Path
@@ -123,6 +124,28 @@ class Decompose(TorchDispatchMode):
 
 
 @contextlib.contextmanager
+def lines_read_for_stacks():
+    """Leaves linecache as it was. The fake mode keeps the stack that made it, and a fake input logs the stack that
+    made it (to a structured-trace handler that is off), each line looked up: linecache would keep every file on
+    those stacks for good (fake_tensor.py's 3,500 lines among them, 0.6 MB), to be read by nothing."""
+    before = set(linecache.cache)
+    try:
+        yield
+    finally:
+        for name in set(linecache.cache) - before:
+            linecache.cache.pop(name, None)
+
+
+def release(shape_env: ShapeEnv) -> None:
+    """Lets go of a ShapeEnv whose run is over. Its methods' lru caches sit on the class, keyed by the instance: they
+    keep every ShapeEnv of the process, and with it every symbol, guard and cached fake-tensor dispatch."""
+    for cls in type(shape_env).__mro__:
+        for value in vars(cls).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+
+
+@contextlib.contextmanager
 def quiet():
     """Fake-tensor and ShapeEnv loggers print tracebacks of failures this module reports itself."""
     saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _QUIET]
@@ -142,7 +165,11 @@ class SymbolicInputs:
         self.hints = dict(hints)
         self.device = device
         self.shape_env = AssumingShapeEnv(True, allow_scalar_outputs=True, allow_dynamic_output_shape_ops=True)
-        self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
+        with lines_read_for_stacks():
+            self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
+        # No dispatch cache: its entries go to a cache of the class, and each holds a weak finalizer on the weights
+        # it saw; their keys hold this run's symbols and so its ShapeEnv for as long as the model lives.
+        self.mode.cache_enabled = False
         self.decompose = Decompose()
         self.symbols = {name: sympy.Symbol(name, positive=True, integer=True) for name in hints}
         self._map: dict = {}
@@ -153,8 +180,9 @@ class SymbolicInputs:
         concrete = [self.hints[d] if isinstance(d, str) else d for d in dims]
         base = torch.empty(concrete, dtype=dtype, device=self.device)
         dynamic = [DimDynamic.DYNAMIC if isinstance(d, str) else DimDynamic.STATIC for d in dims]
-        fake = self.mode.from_tensor(base, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dynamic),
-                                     source=ConstantSource(name))
+        with lines_read_for_stacks():
+            fake = self.mode.from_tensor(base, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dynamic),
+                                         source=ConstantSource(name))
         for d, size in zip(dims, fake.shape):
             if isinstance(d, str) and isinstance(size, torch.SymInt):
                 self._map[size.node.expr] = self.symbols[d]
