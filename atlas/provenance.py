@@ -38,7 +38,6 @@ PACKAGE_SOURCES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
 def _git(directory: str, *args: str) -> str | None:
     try:
         out = subprocess.run(["git", "-C", directory, *args], capture_output=True, text=True, timeout=20)
@@ -54,9 +53,9 @@ def _site_packages(path: Path) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
 def locate(file: str, repo_url: str | None) -> Source:
-    """The display path and revision of a source file."""
+    """The display path and revision of a source file, as the file and its checkout are now (a pass asks once per
+    file: a process that builds again, `mkdocs serve`, must see a commit made in between)."""
     path = Path(file).resolve()
     packages = _site_packages(path)
     if packages is not None:
@@ -135,6 +134,10 @@ class _Reader:
     def __init__(self) -> None:
         self.files = SourceFiles()
         self.memo: dict = {}
+
+    @_memo
+    def locate(self, file: str, repo_url: str | None) -> Source:
+        return locate(file, repo_url)
 
     @_memo
     def class_lines(self, cls: type) -> tuple[list[str], int, str] | None:
@@ -418,7 +421,7 @@ def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> Mode
         if found is None:
             out.append(comp)
             continue
-        source = replace(locate(found[2], repo_url), excerpts=reader.excerpts(type(module)))
+        source = replace(reader.locate(found[2], repo_url), excerpts=reader.excerpts(type(module)))
         comp = replace(comp, source=source)
         comp = replace(comp, claims=claims_for(reader, module, comp, source, doc))
         out.append(comp)

@@ -165,3 +165,48 @@ def test_check_fails_when_only_line_ranges_move(tmp_path, capsys):
 
 def test_round_trip_with_provenance(ldlm_doc):
     assert serialize.loads(serialize.dumps(serialize.as_dict(ldlm_doc))) == ldlm_doc
+
+
+GIT = ("git", "-c", "user.name=atlas", "-c", "user.email=atlas@example.invalid", "-c", "commit.gpgsign=false")
+TINY = '''from torch import nn
+
+
+class Tiny(nn.Module):
+    atlas_inputs = ("x:float32[B, 4]",)
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x){tail}
+
+
+def tiny():
+    return Tiny()
+'''
+
+
+def test_the_revision_is_read_again_in_each_pass(tmp_path, capsys):
+    """One process, three passes (as `mkdocs serve` builds again): committed, edited, committed again."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run([*GIT, "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    def source():
+        assert main(["describe", f"{tmp_path / 'tiny.py'}:tiny", "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["components"][0]["source"]
+
+    git("init", "-q")
+    (tmp_path / "tiny.py").write_text(TINY.format(tail=""))
+    git("add", "tiny.py")
+    git("commit", "-q", "-m", "first")
+    first = source()
+    assert first["origin"] == "git" and not first["dirty"] and first["revision"]
+    (tmp_path / "tiny.py").write_text(TINY.format(tail=" * 2"))
+    edited = source()
+    assert edited["dirty"] and edited["revision"] == first["revision"]
+    git("commit", "-q", "-am", "second")
+    second = source()
+    assert not second["dirty"] and second["revision"] != first["revision"]
