@@ -186,6 +186,31 @@ def _positional(v) -> bool:
     return False
 
 
+_LAYOUT = {"__getitem__", "unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "flatten", "to", "long",
+           "int", "contiguous", "clone", "repeat"}
+_OFFSET = {"add", "__add__", "__radd__", "__iadd__", "sub", "__sub__"}
+
+
+def _absolute_positions(v) -> bool:
+    """Indices that are the positions themselves: an arange (or the buffer kept for one), cut, reshaped or moved
+    by a number on the way; not a quantity computed from positions, which a table of that many rows does not
+    bound the context with (T5's relative-position buckets come from an arange too)."""
+    for _ in range(8):
+        if v.kind == "buffer" and "position" in (v.attr or ""):
+            return True
+        ev = v.made_by
+        if ev is None:
+            return False
+        name = _short(ev.name)
+        if name == "arange":
+            return True
+        refs = _refs((ev.args, ev.kwargs))
+        if not refs or not (name in _LAYOUT or (name in _OFFSET and len(refs) == 1)):
+            return False
+        v = refs[0].value
+    return False
+
+
 def _norm_kind(call: Call) -> str | None:
     ops = [_short(e.name) for e in call.events if isinstance(e, OpEvent)]
     for op in ops:
@@ -263,7 +288,7 @@ def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
     for call in root.calls():
         if isinstance(call.module, nn.Embedding) and call.args:
             idx = _refs(call.args[:1])
-            if idx and _made_by(idx[0].value, {"arange"}):
+            if idx and _absolute_positions(idx[0].value):
                 out.append(Trait(call.module.num_embeddings, by_path.get(call.path)))
     return out[:1]
 

@@ -75,3 +75,12 @@ def test_ldlm_data_flow(ldlm_doc):
     block = ldlm_doc.component("latent_encoder")
     assert [(n.label, n.calls) for n in block.flow.nodes if n.kind == "module"][1] == ("Query norm", 1)
     assert any(n.calls == 6 for n in block.flow.nodes)              # the loop over the blocks: one node
+
+
+def test_relative_position_buckets_are_no_context_length():
+    """T5 indexes its relative-attention table with buckets computed from an arange: 32 buckets bound no context,
+    and T5's config states none, so no context length is given (LDLM's comes from GPT-2's positions table)."""
+    a = _doc(f"{SUITE}:t5").architecture
+    assert values(a.context) == []
+    assert [(t.value, t.component) for t in a.positions] == \
+        [("learned", "encoder.block.0.layer.0.SelfAttention.relative_attention_bias")]

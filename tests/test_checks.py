@@ -131,3 +131,10 @@ def test_costs_in_a_number_the_data_decides_are_not_given(capsys):
     comps = describe("loop_moe", capsys)
     assert comps[""]["cost"] is None                        # the experts' FLOPs depend on the routing
     assert comps["router"]["cost"]["flops"] == "64*B"
+
+
+def test_a_float_mask_the_model_computes_is_remade_when_made_up_values_do_not_run(capsys):
+    comps = describe("masked_positions", capsys)
+    assert comps["positions"]["inputs"][0]["dtype"] == "float32"
+    assert verified(comps["positions"]), comps["positions"]["verification"]   # random values: negative positions
+    assert verified(comps[""])

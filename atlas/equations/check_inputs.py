@@ -5,7 +5,9 @@ itself (relative position buckets, a rotary table, token indices) is remade by r
 calls that made it, from constants and the model's inputs, at the check's sizes: a made-up one could index
 past the table it is meant for, or lack the structure the code relies on. Where it cannot be remade (it
 was computed from another component's weights, or from a tensor no recorded call made), it is made up as a
-model input would be, and the check says so if forward() then fails on it.
+model input would be, and the check says so if forward() then fails on it. Where forward() fails on random
+floating inputs, the check is tried again with the floating ones the model computed remade too: a mask of ones
+whose running count gives positions (OPT's learned positions) indexes out of range when it is random.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ class CheckInputs:
     """Tensors standing for the recorded ones, one per recorded value."""
 
     def __init__(self, inst: nn.Module, module: nn.Module, sizes: dict, dtype: torch.dtype, seed: int,
-                 working: str = "float32") -> None:
+                 working: str = "float32", remake_floats: bool = False) -> None:
         self.gen = torch.Generator().manual_seed(seed + 1)
+        self.remake_floats = remake_floats              # floating values the model computed: remade, not random
         self.sizes, self.dtype, self.working = sizes, dtype, working
         tables = [m.num_embeddings for m in inst.modules() if isinstance(m, nn.Embedding)]
         self.high = min(tables) if tables else 2        # indices stay in range of the smallest table they may meet
@@ -54,12 +57,14 @@ class CheckInputs:
             return self.size(value.expr) if value.expr is not None else value.obj
         dt = getattr(torch, value.dtype)
         t = None
-        if not dt.is_floating_point and value.made_by is not None:
+        if (self.remake_floats or not dt.is_floating_point) and value.made_by is not None:
             try:
                 self._replayed = 0
                 t = self._fitting(self._remade(value), value)
+                if dt.is_floating_point:
+                    t = t.to(self._float_dtype(value, dt))
             except CannotRemake as exc:     # integers index: random ones may not fit (a mask, a table is any data)
-                if not (dt.is_complex or dt == torch.bool):
+                if not (dt.is_complex or dt == torch.bool or dt.is_floating_point):
                     self.made_up[name] = exc.args[0]
         if t is None:
             t = self._random(value, name, dt)
@@ -77,8 +82,7 @@ class CheckInputs:
     def _random(self, value, name: str, dt: torch.dtype) -> torch.Tensor:
         shape = [self.size(s) for s in value.shape]
         if dt.is_floating_point:
-            working = dt.itemsize >= 4 or value.dtype == self.working      # the record's own precision
-            return torch.randn(shape, generator=self.gen, dtype=torch.float64).to(self.dtype if working else dt)
+            return torch.randn(shape, generator=self.gen, dtype=torch.float64).to(self._float_dtype(value, dt))
         if dt.is_complex:
             wide = torch.complex128 if self.dtype == torch.float64 else dt
             return torch.randn(shape, generator=self.gen, dtype=torch.complex128).to(wide)
@@ -87,6 +91,11 @@ class CheckInputs:
         if "position" in name and shape and value.kind == "input":     # the model's own position ids
             return torch.arange(shape[-1], dtype=dt).expand(shape).clone()
         return torch.randint(0, self.high, shape, generator=self.gen, dtype=dt)
+
+    def _float_dtype(self, value, dt: torch.dtype) -> torch.dtype:
+        """A floating input's dtype in the check: the check's own where the record ran in its working precision."""
+        working = dt.itemsize >= 4 or value.dtype == self.working
+        return self.dtype if working else dt
 
     def rebuild(self, x, name: str, default=inspect.Parameter.empty):
         if isinstance(x, Ref):
