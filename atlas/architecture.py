@@ -13,7 +13,7 @@ from, so a catalog cell links to the page that shows it.
 - Positions: rotary where an attention receives cosines and sines; learned or fixed (frozen) where a table is
   indexed by positions or added to the stream.
 - Activations: the nonlinearities of the blocks outside attention; "gated" where the result multiplies another
-  projection (SwiGLU).
+  projection (SwiGLU); Swish where a sigmoid's result multiplies the tensor it was computed from (x·σ(βx)).
 """
 
 from __future__ import annotations
@@ -246,16 +246,36 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
     by_path = doc.paths
     block_ids = {c.id for s in stacks for c in _outside_attention(doc, s)} | {s.id for s in stacks}
     calls = [c for c in root.calls() if by_path.get(c.path) in block_ids]
-    multiplied = {id(r.value) for c in calls for e in c.events if isinstance(e, OpEvent)
-                  and _short(e.name) in ("mul", "__mul__", "__rmul__") for r in _refs(e.args)}
+    products = [[r.value for r in _refs(e.args)] for c in calls for e in c.events if isinstance(e, OpEvent)
+                and _short(e.name) in ("mul", "__mul__", "__rmul__")]
     out = []
     for call in calls:
         for ev in call.events:
             if isinstance(ev, OpEvent) and _short(ev.name) in ACTIVATIONS:
                 name = ACTIVATIONS[_short(ev.name)]
-                gated = any(id(v) in multiplied for v in _outs(ev))
-                out.append(Trait(f"gated {name}" if gated else name, by_path.get(call.path)))
+                outs = {id(v) for v in _outs(ev)}
+                own = _sources([r.value for r in _refs(ev.args)])
+                factors = [[v for v in ops if id(v) not in outs] for ops in products if any(id(v) in outs for v in ops)]
+                if any(id(v) not in own for f in factors for v in f):
+                    name = f"gated {name}"                  # times another stream (SwiGLU's up projection)
+                elif factors and name == "sigmoid":
+                    name = "Swish"                          # x·σ(βx): the input weighs itself (CLIP's quick GELU)
+                out.append(Trait(name, by_path.get(call.path)))
     return out
+
+
+def _sources(values, steps: int = 2) -> set[int]:
+    """ids of the values and of the tensors that made them, a few steps up (x in σ(1.702·x))."""
+    seen, frontier = set(), list(values)
+    for _ in range(steps + 1):
+        later = []
+        for v in frontier:
+            if id(v) not in seen:
+                seen.add(id(v))
+                if v.made_by is not None:
+                    later += [r.value for r in _refs(v.made_by.args)]
+        frontier = later
+    return seen
 
 
 def _outs(ev: OpEvent) -> list:

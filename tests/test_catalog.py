@@ -84,3 +84,11 @@ def test_relative_position_buckets_are_no_context_length():
     assert values(a.context) == []
     assert [(t.value, t.component) for t in a.positions] == \
         [("learned", "encoder.block.0.layer.0.SelfAttention.relative_attention_bias")]
+
+
+def test_a_sigmoid_weighing_its_own_input_is_swish_not_a_gate():
+    """CLIP's quick GELU is x·σ(1.702x): the sigmoid's result multiplies the tensor it came from, no second
+    projection, so no gate (Llama's SiLU times its up projection stays gated SiLU, above)."""
+    a = _doc(f"{SUITE}:clip_vision").architecture
+    assert values(a.activations) == ["Swish"]
+    assert a.activations[0].component == "encoder.layers.mlp.activation_fn"
