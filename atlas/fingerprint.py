@@ -113,10 +113,13 @@ def save(docs: Path, fingerprint: dict, files: dict[str, str], folders: list[str
     that wrote the very same files (the CLI's and the mkdocs plugin's, whose options differ) share the record."""
     hashes = {path: _sha(text.encode()) for path, text in sorted(files.items())}
     before = _load(docs)
-    prints = [fingerprint]
+    others = []
     if before is not None and before.get("files") == hashes and before.get("folders") == folders:
-        prints += [p for p in before.get("fingerprints", []) if p != fingerprint]
-    prints = sorted(prints, key=lambda p: json.dumps(p, sort_keys=True))[-MAX_FINGERPRINTS:]
+        # other builds of this very atlas (the CLI's, the plugin's); an older atlas's fingerprint matches no more
+        others = [p for p in before.get("fingerprints", []) if p != fingerprint
+                  and all(p.get(k) == fingerprint[k] for k in ("atlas", "templates", "versions"))]
+    others = sorted(others, key=_key)[:MAX_FINGERPRINTS - 1]
+    prints = sorted([fingerprint, *others], key=_key)          # the new one always kept; the order, stable
     body = {"format": FORMAT, "fingerprints": prints, "folders": folders, "nav": nav, "files": hashes}
     text = json.dumps(body, indent=1, sort_keys=True) + "\n"
     if before is not None and (docs / STORE).read_text(encoding="utf-8") == text:
@@ -124,6 +127,10 @@ def save(docs: Path, fingerprint: dict, files: dict[str, str], folders: list[str
     tmp = docs / (STORE + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, docs / STORE)
+
+
+def _key(fingerprint: dict) -> str:
+    return json.dumps(fingerprint, sort_keys=True)
 
 
 def fresh(docs: Path, fingerprint: dict) -> dict | None:

@@ -79,3 +79,29 @@ def test_templates_and_options_are_in_the_fingerprint(tmp_path, capsys, monkeypa
     monkeypatch.setenv("ATLAS_TEMPLATES", str(templates))
     assert main(["check", spec, "--docs", docs]) == 1                               # the pages would change
     assert "stale: net/a.md" in capsys.readouterr().err
+
+
+def test_a_new_fingerprint_is_kept_however_many_came_before(tmp_path):
+    """Pages an atlas change leaves as they were: the store takes the new fingerprint (it used to keep the four
+    that sorted last, so a new one that sorted first was dropped and every later check ran in full)."""
+    from atlas import fingerprint
+
+    docs, files = tmp_path / "docs", {"m/index.md": "# m\n"}
+    (docs / "m").mkdir(parents=True)
+    (docs / "m" / "index.md").write_text(files["m/index.md"])
+
+    def made_by(code: str, site_url=None) -> dict:
+        return {"atlas": code, "templates": "t", "versions": {"torch": "2"}, "options": {"site_url": site_url},
+                "models": []}
+
+    for code in ("c1", "c2", "c3", "c4", "c5"):
+        fingerprint.save(docs, made_by(code), files, ["m"], {})
+    fingerprint.save(docs, made_by("c0"), files, ["m"], {})                    # sorts before every other one
+    assert fingerprint.fresh(docs, made_by("c0")) is not None
+    assert fingerprint.fresh(docs, made_by("c5")) is None                     # an older atlas's: no match now
+    fingerprint.save(docs, made_by("c0", "https://example.org/"), files, ["m"], {})   # the plugin's options
+    assert fingerprint.fresh(docs, made_by("c0")) is not None
+    assert fingerprint.fresh(docs, made_by("c0", "https://example.org/")) is not None
+    text = (docs / STORE).read_text()
+    fingerprint.save(docs, made_by("c0"), files, ["m"], {})                    # again: byte-identical
+    assert (docs / STORE).read_text() == text
