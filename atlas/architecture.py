@@ -211,6 +211,17 @@ def _absolute_positions(v) -> bool:
     return False
 
 
+def _laid_out_from(v):
+    """The tensor a value is a view, cut or cast of (itself when it is none)."""
+    for _ in range(8):
+        ev = v.made_by
+        refs = _refs((ev.args, ev.kwargs)) if ev is not None else []
+        if ev is None or _short(ev.name) not in _LAYOUT or not refs:
+            return v
+        v = refs[0].value
+    return v
+
+
 def _norm_kind(call: Call) -> str | None:
     ops = [_short(e.name) for e in call.events if isinstance(e, OpEvent)]
     for op in ops:
@@ -289,7 +300,7 @@ def _vocabulary(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trai
     for call in root.calls():
         if isinstance(call.module, nn.Embedding) and call.args:
             idx = _refs(call.args[:1])
-            if idx and idx[0].value.kind == "input":
+            if idx and _laid_out_from(idx[0].value).kind == "input":    # OPT, CLIP: input_ids.view(-1, T)
                 rows = call.module.num_embeddings
                 if best is None or rows > best.value:
                     best = Trait(rows, by_path.get(call.path))

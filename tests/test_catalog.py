@@ -92,3 +92,10 @@ def test_a_sigmoid_weighing_its_own_input_is_swish_not_a_gate():
     a = _doc(f"{SUITE}:clip_vision").architecture
     assert values(a.activations) == ["Swish"]
     assert a.activations[0].component == "encoder.layers.mlp.activation_fn"
+
+
+def test_token_ids_reshaped_before_the_lookup_still_give_the_vocabulary():
+    """OPT (and CLIP's text model) look up `input_ids.view(-1, T)`: the table is still the vocabulary."""
+    a = _doc(f"{SUITE}:opt").architecture
+    assert [(t.value, t.component) for t in a.vocabulary] == [(128, "model.decoder.embed_tokens")]
+    assert values(a.context) == [256] and values(a.activations) == ["ReLU"]
