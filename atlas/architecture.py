@@ -265,9 +265,9 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
             if isinstance(ev, OpEvent) and _short(ev.name) in ACTIVATIONS:
                 name = ACTIVATIONS[_short(ev.name)]
                 outs = {id(v) for v in _outs(ev)}
-                own = _sources([r.value for r in _refs(ev.args)])
-                factors = [[v for v in ops if id(v) not in outs] for ops in products if any(id(v) in outs for v in ops)]
-                if any(id(v) not in own for f in factors for v in f):
+                own = _scaled_from([r.value for r in _refs(ev.args)])
+                factors = [v for ops in products if any(id(v) in outs for v in ops) for v in ops if id(v) not in outs]
+                if any(id(v) not in own for v in factors):
                     name = f"gated {name}"                  # times another stream (SwiGLU's up projection)
                 elif factors and name == "sigmoid":
                     name = "Swish"                          # x·σ(βx): the input weighs itself (CLIP's quick GELU)
@@ -275,17 +275,21 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
     return out
 
 
-def _sources(values, steps: int = 2) -> set[int]:
-    """ids of the values and of the tensors that made them, a few steps up (x in σ(1.702·x))."""
-    seen, frontier = set(), list(values)
-    for _ in range(steps + 1):
-        later = []
-        for v in frontier:
-            if id(v) not in seen:
-                seen.add(id(v))
-                if v.made_by is not None:
-                    later += [r.value for r in _refs(v.made_by.args)]
-        frontier = later
+_SCALING = {"mul", "__mul__", "__rmul__", "div", "__truediv__", "neg", "__neg__", "to", "float", "type_as"}
+
+
+def _scaled_from(values, steps: int = 3) -> set[int]:
+    """ids of the values and of the tensors they are a multiple or a cast of (x in σ(1.702·x)); not of what a
+    layer computed them from (a learned gate σ(W·h) weighs h by another stream)."""
+    seen = set()
+    for v in values:
+        for _ in range(steps + 1):
+            seen.add(id(v))
+            ev = v.made_by
+            refs = _refs((ev.args, ev.kwargs)) if ev is not None else []
+            if ev is None or _short(ev.name) not in _SCALING or len(refs) != 1:
+                break
+            v = refs[0].value
     return seen
 
 

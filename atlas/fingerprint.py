@@ -115,9 +115,10 @@ def save(docs: Path, fingerprint: dict, files: dict[str, str], folders: list[str
     before = _load(docs)
     others = []
     if before is not None and before.get("files") == hashes and before.get("folders") == folders:
-        # other builds of this very atlas (the CLI's, the plugin's); an older atlas's fingerprint matches no more
+        # the same files built with other options (the CLI's, the plugin's): the fingerprint of an older atlas, or
+        # of older model sources, matches no more
         others = [p for p in before.get("fingerprints", []) if p != fingerprint
-                  and all(p.get(k) == fingerprint[k] for k in ("atlas", "templates", "versions"))]
+                  and all(p.get(k) == v for k, v in fingerprint.items() if k != "options")]
     others = sorted(others, key=_key)[:MAX_FINGERPRINTS - 1]
     prints = sorted([fingerprint, *others], key=_key)          # the new one always kept; the order, stable
     body = {"format": FORMAT, "fingerprints": prints, "folders": folders, "nav": nav, "files": hashes}

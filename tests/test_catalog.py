@@ -99,3 +99,11 @@ def test_token_ids_reshaped_before_the_lookup_still_give_the_vocabulary():
     a = _doc(f"{SUITE}:opt").architecture
     assert [(t.value, t.component) for t in a.vocabulary] == [(128, "model.decoder.embed_tokens")]
     assert values(a.context) == [256] and values(a.activations) == ["ReLU"]
+
+
+@pytest.mark.parametrize("name, named", [("swish", "Swish"), ("scaled", "sigmoid"), ("gated", "gated sigmoid")])
+def test_what_a_sigmoid_multiplies_names_it(name, named):
+    """Itself (through a number): Swish. Only a number: a sigmoid. A learned gate's output times the stream it
+    read: gated, though the stream is where the gate came from."""
+    a = _doc(f"tests/fixtures/activations.py:{name}").architecture
+    assert [(t.value, t.component) for t in a.activations] == [(named, "blocks")]

@@ -5,6 +5,8 @@ Each model is in tests/fixtures/checks.py and goes through the CLI, `describe SP
 
 import json
 
+import pytest
+
 from atlas import recording, spec, walk
 from atlas.cli import main
 from atlas.trace.structures import Guard
@@ -133,8 +135,10 @@ def test_costs_in_a_number_the_data_decides_are_not_given(capsys):
     assert comps["router"]["cost"]["flops"] == "64*B"
 
 
-def test_a_float_mask_the_model_computes_is_remade_when_made_up_values_do_not_run(capsys):
-    comps = describe("masked_positions", capsys)
+@pytest.mark.parametrize("name", ["masked_positions", "mask_like_input"])
+def test_a_float_mask_the_model_computes_is_remade_when_made_up_values_do_not_run(name, capsys):
+    comps = describe(name, capsys)                  # a float32 mask, remade in the float64 check too (ones_like)
     assert comps["positions"]["inputs"][0]["dtype"] == "float32"
-    assert verified(comps["positions"]), comps["positions"]["verification"]   # random values: negative positions
+    v = comps["positions"]["verification"]
+    assert verified(comps["positions"]) and v["dtype"] == "float64", v     # random values: negative positions
     assert verified(comps[""])

@@ -105,3 +105,8 @@ def test_a_new_fingerprint_is_kept_however_many_came_before(tmp_path):
     text = (docs / STORE).read_text()
     fingerprint.save(docs, made_by("c0"), files, ["m"], {})                    # again: byte-identical
     assert (docs / STORE).read_text() == text
+    for edit in ("e1", "e2", "e3", "e4"):      # model edits that leave the pages as they were, built both ways
+        cli, plugin = (dict(made_by("c0", url), models=[edit]) for url in (None, "https://example.org/"))
+        fingerprint.save(docs, cli, files, ["m"], {})
+        fingerprint.save(docs, plugin, files, ["m"], {})
+        assert fingerprint.fresh(docs, cli) is not None and fingerprint.fresh(docs, plugin) is not None, edit

@@ -191,8 +191,12 @@ def test_the_revision_is_read_again_in_each_pass(tmp_path, capsys):
     """One process, three passes (as `mkdocs serve` builds again): committed, edited, committed again."""
     import subprocess
 
+    import os
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}     # not a hook's repository or index
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")          # nor the user's hooks and signing
+
     def git(*args):
-        subprocess.run([*GIT, "-C", str(tmp_path), *args], check=True, capture_output=True)
+        subprocess.run([*GIT, "-C", str(tmp_path), *args], check=True, capture_output=True, env=env)
 
     def source():
         assert main(["describe", f"{tmp_path / 'tiny.py'}:tiny", "--json"]) == 0

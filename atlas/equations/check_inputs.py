@@ -61,8 +61,6 @@ class CheckInputs:
             try:
                 self._replayed = 0
                 t = self._fitting(self._remade(value), value)
-                if dt.is_floating_point:
-                    t = t.to(self._float_dtype(value, dt))
             except CannotRemake as exc:     # integers index: random ones may not fit (a mask, a table is any data)
                 if not (dt.is_complex or dt == torch.bool or dt.is_floating_point):
                     self.made_up[name] = exc.args[0]
@@ -72,8 +70,14 @@ class CheckInputs:
         return t
 
     def _fitting(self, t, value):
-        """A remade tensor, if it has the recorded dtype and the record's shape at the check's sizes."""
+        """A remade tensor, if it has the recorded dtype and the record's shape at the check's sizes. A floating one
+        is remade from the check's weights and inputs, in the check's precision: any floating dtype fits, and it
+        is given the precision a made-up one would have."""
+        dt = getattr(torch, value.dtype)
         want = f"{value.dtype}{[self.size(s) for s in value.shape]}"
+        if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and dt.is_floating_point:
+            t = t.to(self._float_dtype(value, dt))
+            want = f"{str(t.dtype).removeprefix('torch.')}{[self.size(s) for s in value.shape]}"
         got = f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
         if got != want:
             raise CannotRemake(msg("made again, it is %(got)s, not %(want)s", got=got, want=want))

@@ -34,30 +34,33 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
     specs: InputSpec list (name, dtype, dims: ints and symbol names). repeats: groups of module paths
     that are one component (list entries); all but the first of each may be skipped."""
     si = SymbolicInputs(hints, "cpu")
-    inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
-    with kept_state(model), _fake_tensors(model, si.mode) as originals:
-        rec = Recorder(model, si.expr, names=names, originals=originals)
-        rec.note_weights()
-        si.shape_env.on_guard = _guard_listener(rec, si)
-        error = None
-        # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
-        # the hooks); fake tensors make the whole run cost no memory either way
-        hooks = rec.saving()
-        with quiet(), _evaluation(model), _skipping(model, repeats, rec), torch.enable_grad(), hooks, si.mode, \
-                si.decompose, rec:
-            rec.register_inputs(inputs)
-            try:
-                _call(model, inputs)
-            except Exception as exc:  # the record keeps every call that finished before it
-                error = where(exc)
-        si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
-    trace = Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
-                  _working_dtype(model), error, specialized=tuple(si.specialized()),
-                  specialized_at=tuple(si.specialized_sites()))
-    trace.saved = rec.saved
-    trace.assumed = si.shape_env.assumed_values()
-    release(si.shape_env)
-    return trace
+    try:
+        inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
+        with kept_state(model), _fake_tensors(model, si.mode) as originals:
+            rec = Recorder(model, si.expr, names=names, originals=originals)
+            rec.note_weights()
+            si.shape_env.on_guard = _guard_listener(rec, si)
+            error = None
+            # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
+            # the hooks); fake tensors make the whole run cost no memory either way
+            hooks = rec.saving()
+            with quiet(), _evaluation(model), _skipping(model, repeats, rec), torch.enable_grad(), hooks, si.mode, \
+                    si.decompose, rec:
+                rec.register_inputs(inputs)
+                try:
+                    _call(model, inputs)
+                except Exception as exc:  # the record keeps every call that finished before it
+                    error = where(exc)
+            si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
+        trace = Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
+                      _working_dtype(model), error, specialized=tuple(si.specialized()),
+                      specialized_at=tuple(si.specialized_sites()))
+        trace.saved = rec.saved
+        trace.assumed = si.shape_env.assumed_values()
+        return trace
+    finally:                            # an error escaping the run must not keep it either
+        si.shape_env.on_guard = None
+        release(si.shape_env)
 
 
 def _guard_listener(rec: Recorder, si: SymbolicInputs):
