@@ -211,6 +211,17 @@ def _absolute_positions(v) -> bool:
     return False
 
 
+def _lookup_index(call: Call):
+    """The indices an Embedding's own lookup read: not always what it was called with (BART's positions table is
+    given input_ids for their shape and looks up an arange)."""
+    for ev in call.events:
+        if isinstance(ev, OpEvent) and _short(ev.name) == "embedding":
+            refs = _refs(ev.args[:1])
+            return refs[0].value if refs else None
+    refs = _refs(call.args[:1])
+    return refs[0].value if refs else None
+
+
 def _laid_out_from(v):
     """The tensor a value is a view, cut or cast of (itself when it is none)."""
     for _ in range(8):
@@ -302,9 +313,9 @@ def _vocabulary(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trai
         return []
     by_path, best = doc.paths, None
     for call in root.calls():
-        if isinstance(call.module, nn.Embedding) and call.args:
-            idx = _refs(call.args[:1])
-            if idx and _laid_out_from(idx[0].value).kind == "input":    # OPT, CLIP: input_ids.view(-1, T)
+        if isinstance(call.module, nn.Embedding):
+            idx = _lookup_index(call)
+            if idx is not None and _laid_out_from(idx).kind == "input":    # OPT, CLIP: input_ids.view(-1, T)
                 rows = call.module.num_embeddings
                 if best is None or rows > best.value:
                     best = Trait(rows, by_path.get(call.path))
@@ -321,9 +332,9 @@ def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
         return []
     by_path, out = doc.paths, []
     for call in root.calls():
-        if isinstance(call.module, nn.Embedding) and call.args:
-            idx = _refs(call.args[:1])
-            if idx and _absolute_positions(idx[0].value):
+        if isinstance(call.module, nn.Embedding):
+            idx = _lookup_index(call)
+            if idx is not None and _absolute_positions(idx):
                 out.append(Trait(call.module.num_embeddings, by_path.get(call.path)))
     return out[:1]
 

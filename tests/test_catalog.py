@@ -107,3 +107,11 @@ def test_what_a_sigmoid_multiplies_names_it(name, named):
     read: gated, though the stream is where the gate came from."""
     a = _doc(f"tests/fixtures/activations.py:{name}").architecture
     assert [(t.value, t.component) for t in a.activations] == [(named, "blocks")]
+
+
+def test_a_positions_table_called_with_the_token_ids_is_no_vocabulary():
+    """BART's learned positions are called with input_ids (for their shape) and look up an arange: the suite's
+    258-row positions table is larger than its 128-token vocabulary, and was taken for it."""
+    a = _doc(f"{SUITE}:bart").architecture
+    assert [(t.value, t.component) for t in a.vocabulary] == [(128, "model.encoder.embed_tokens")]
+    assert [(t.value, t.source) for t in a.context] == [(256, "max_position_embeddings")]
