@@ -168,47 +168,60 @@ def _position_table(ev: OpEvent):
     return None
 
 
+def _chain(v, follow, steps: int):
+    """v and the values it was made from, one step back at a time (`follow` an op event to the value it continues
+    with, or None), at most `steps` steps."""
+    yield v
+    for _ in range(steps):
+        ev = v.made_by
+        v = follow(ev) if ev is not None else None
+        if v is None:
+            return
+        yield v
+
+
+def _through(names: set, single: bool = False):
+    """A step back through ops of `names` to the first tensor they read; with `single`, only where they read one
+    tensor (a number moved or scaled it)."""
+    def follow(ev):
+        refs = _refs((ev.args, ev.kwargs))
+        if refs and _short(ev.name) in names and (len(refs) == 1 or not single):
+            return refs[0].value
+        return None
+    return follow
+
+
+def _first_read(ev):
+    first = _refs(ev.args[:1])
+    return first[0].value if first else None
+
+
+def _is_positions(v) -> bool:
+    """Made by `arange`, or a buffer kept for positions (BERT's `position_ids`)."""
+    return (v.kind == "buffer" and "position" in (v.attr or "")) or \
+        (v.made_by is not None and _short(v.made_by.name) == "arange")
+
+
 def _positional(v) -> bool:
     """Indices of positions: made by `arange`, or cut from a buffer kept for them (BERT's `position_ids`),
     followed through the data each op reads first (a gather's index is not its data: BERT's token types)."""
-    for _ in range(8):
-        if v.kind == "buffer" and "position" in (v.attr or ""):
-            return True
-        ev = v.made_by
-        if ev is None:
-            return False
-        if _short(ev.name) == "arange":
-            return True
-        first = _refs(ev.args[:1])
-        if not first:
-            return False
-        v = first[0].value
-    return False
+    return any(_is_positions(u) for u in _chain(v, _first_read, 7))
 
 
 _LAYOUT = {"__getitem__", "unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "flatten", "to", "long",
            "int", "contiguous", "clone", "repeat"}
 _OFFSET = {"add", "__add__", "__radd__", "__iadd__", "sub", "__sub__"}
+_laid_out, _offset = _through(_LAYOUT), _through(_OFFSET, single=True)
 
 
 def _absolute_positions(v) -> bool:
     """Indices that are the positions themselves: an arange (or the buffer kept for one), cut, reshaped or moved
     by a number on the way; not a quantity computed from positions, which a table of that many rows does not
     bound the context with (T5's relative-position buckets come from an arange too)."""
-    for _ in range(8):
-        if v.kind == "buffer" and "position" in (v.attr or ""):
-            return True
-        ev = v.made_by
-        if ev is None:
-            return False
-        name = _short(ev.name)
-        if name == "arange":
-            return True
-        refs = _refs((ev.args, ev.kwargs))
-        if not refs or not (name in _LAYOUT or (name in _OFFSET and len(refs) == 1)):
-            return False
-        v = refs[0].value
-    return False
+    def follow(ev):
+        step = _laid_out(ev)
+        return step if step is not None else _offset(ev)
+    return any(_is_positions(u) for u in _chain(v, follow, 7))
 
 
 def _lookup_index(call: Call):
@@ -224,13 +237,8 @@ def _lookup_index(call: Call):
 
 def _laid_out_from(v):
     """The tensor a value is a view, cut or cast of (itself when it is none)."""
-    for _ in range(8):
-        ev = v.made_by
-        refs = _refs((ev.args, ev.kwargs)) if ev is not None else []
-        if ev is None or _short(ev.name) not in _LAYOUT or not refs:
-            return v
-        v = refs[0].value
-    return v
+    *_, last = _chain(v, _laid_out, 8)
+    return last
 
 
 def _norm_kind(call: Call) -> str | None:
@@ -292,16 +300,8 @@ _SCALING = {"mul", "__mul__", "__rmul__", "div", "__truediv__", "neg", "__neg__"
 def _scaled_from(values, steps: int = 3) -> set[int]:
     """ids of the values and of the tensors they are a multiple or a cast of (x in σ(1.702·x)); not of what a
     layer computed them from (a learned gate σ(W·h) weighs h by another stream)."""
-    seen = set()
-    for v in values:
-        for _ in range(steps + 1):
-            seen.add(id(v))
-            ev = v.made_by
-            refs = _refs((ev.args, ev.kwargs)) if ev is not None else []
-            if ev is None or _short(ev.name) not in _SCALING or len(refs) != 1:
-                break
-            v = refs[0].value
-    return seen
+    scaled = _through(_SCALING, single=True)
+    return {id(u) for v in values for u in _chain(v, scaled, steps)}
 
 
 def _outs(ev: OpEvent) -> list:

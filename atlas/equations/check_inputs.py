@@ -74,10 +74,10 @@ class CheckInputs:
         is remade from the check's weights and inputs, in the check's precision: any floating dtype fits, and it
         is given the precision a made-up one would have."""
         dt = getattr(torch, value.dtype)
-        want = f"{value.dtype}{[self.size(s) for s in value.shape]}"
         if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and dt.is_floating_point:
             t = t.to(self._float_dtype(value, dt))
-            want = f"{str(t.dtype).removeprefix('torch.')}{[self.size(s) for s in value.shape]}"
+            dt = t.dtype
+        want = f"{str(dt).removeprefix('torch.')}{[self.size(s) for s in value.shape]}"
         got = f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
         if got != want:
             raise CannotRemake(msg("made again, it is %(got)s, not %(want)s", got=got, want=want))
