@@ -100,11 +100,23 @@ def checkpoint_rows() -> None:
                   f"RSS {float(rss):+.1f} MB, peak RSS {float(grew):+.1f} MB")
 
 
+def python_speed() -> float:
+    """Seconds for ten million additions in a Python loop (best of 3): how fast this machine runs Python, so that
+    figures from different machines can be set side by side."""
+    def loop() -> float:
+        start, total = time.perf_counter(), 0
+        for i in range(10_000_000):
+            total += i
+        return time.perf_counter() - start
+    return min(loop() for _ in range(3))
+
+
 def header() -> None:
     import torch
     load = os.getloadavg()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"torch {torch.__version__}; load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"torch {torch.__version__}; load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+          f"10^7 Python additions in {python_speed():.2f} s")
 
 
 def interleaved(commands: dict, repeat: int) -> dict:

@@ -119,3 +119,14 @@ def test_activation_bytes_against_mem_tracker(gpt2_native):
         item = 4
         expected = (ours - B * T * cfg.heads * item + B * cfg.heads * T * T * item + B * T * cfg.d * item)
         assert int(expected.subs({B: 2, T: t})) == act
+
+
+def test_contractions_with_keyword_operands_equal_flop_counter():
+    """baddbmm's batch1 and addmm's mat1 given by name (BLOOM's alibi.baddbmm(batch1=q, ...)) are counted as
+    FlopCounterMode counts them, not read by position."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:keyword_attention")
+    doc = pipeline.document(loaded, pipeline.Settings(verify=False))
+    assert _check_against_flop_counter(doc, loaded.model, doc.inputs) >= 2
+    flops = sympy.sympify(doc.cost.flops, locals={"B": B, "T": T})
+    # qkv 2·BT·16·48, scores 2·2B·T·T·8, weights·v 2·2B·T·8·T, out 2·BT·16·16
+    assert sympy.expand(flops - (2 * B * T * 16 * 48 + 2 * 2 * (2 * B * T * T * 8) + 2 * B * T * 16 * 16)) == 0

@@ -56,14 +56,12 @@ def op_flops(ev: OpEvent):
     if name in ("linear",):
         w = _shape(_arg(ev, 1, "weight"))
         return (2 * _numel(out) * w[-1], None) if out is not None and w is not None else None
-    if name in ("matmul", "__matmul__", "__rmatmul__", "mm", "bmm"):
-        a = _shape(ev.args[0]) if name != "__rmatmul__" else _shape(ev.args[1])
-        return (2 * _numel(out) * a[-1], None) if out is not None and a is not None else None
-    if name == "_grouped_mm":                         # mixture-of-experts: each token through its experts
-        a = _shape(ev.args[0])
-        return (2 * _numel(out) * a[-1], None) if out is not None and a is not None else None
-    if name in ("addmm", "baddbmm", "addbmm"):
-        a = _shape(ev.args[1])
+    # the left operand, whose last dim is the one summed over, by position or by its name in torch's signature
+    left = {"matmul": (0, "input"), "__matmul__": (0, "self"), "__rmatmul__": (1, "other"), "mm": (0, "input"),
+            "bmm": (0, "input"), "_grouped_mm": (0, "mat_a"), "addmm": (1, "mat1"), "baddbmm": (1, "batch1"),
+            "addbmm": (1, "batch1")}.get(name)
+    if left is not None:                              # _grouped_mm: mixture-of-experts, each token through its experts
+        a = _shape(_arg(ev, *left))
         return (2 * _numel(out) * a[-1], None) if out is not None and a is not None else None
     if name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"):
         w = _shape(_arg(ev, 1, "weight"))
