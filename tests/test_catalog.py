@@ -115,3 +115,15 @@ def test_a_positions_table_called_with_the_token_ids_is_no_vocabulary():
     a = _doc(f"{SUITE}:bart").architecture
     assert [(t.value, t.component) for t in a.vocabulary] == [(128, "model.encoder.embed_tokens")]
     assert [(t.value, t.source) for t in a.context] == [(256, "max_position_embeddings")]
+
+
+@pytest.mark.parametrize("name, heads, kv_heads", [("qk_norm", 4, 2), ("multi_query", 4, 1)])
+def test_heads_of_attention_split_otherwise(name, heads, kv_heads):
+    """Query heads normalized before their transpose (only v split the usual way: its 2 heads are not the
+    queries' 4), and one key/value head shared by every query head: read off the split and the kernel's
+    operands."""
+    doc = pipeline.document(load(f"tests/fixtures/attention_layouts.py:{name}"), pipeline.Settings(cost=False))
+    a = doc.architecture
+    assert values(a.heads) == [heads] and values(a.kv_heads) == [kv_heads]
+    attn = next(c for c in doc.components if c.id == "layers.attn")
+    assert attn.equations.verification.verified

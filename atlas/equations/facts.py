@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from atlas.equations import ops_math as m
 from atlas.equations.nodes import Node, Num, Sym
-from atlas.equations.ops_tensor import Heads
+from atlas.equations.ops_nn import Attention
+from atlas.equations.lower_tensor import splits_last
+from atlas.equations.ops_tensor import Heads, Reshape
 from atlas.equations.program import Program
 from atlas.equations.scalars import value_of
 from atlas.model import Fact
@@ -31,9 +33,19 @@ def facts(prog: Program) -> tuple[Fact, ...]:
     for step in prog.steps:
         sym = prog.symbols[step.key]
         for node in step.node.walk():
+            if isinstance(node, Attention) and isinstance(node.meta.get("heads"), int):
+                # the attention kernel's own operands: queries (B, h, T, d), keys (B, h_kv, S, d)
+                head = node.meta.get("head") if isinstance(node.meta.get("head"), int) else None
+                heads.setdefault("q", (node.meta["heads"], head, _site(node)))
+                if isinstance(node.meta.get("kv_heads"), int):
+                    heads.setdefault("k", (node.meta["kv_heads"], head, _site(node)))
             if isinstance(node, Heads) and isinstance(node.meta.get("heads"), int):
                 stream = _stream(node, prog, resolve) or sym.stream   # k = (x W_k)^h: the step's own stream
                 heads.setdefault(stream, (node.meta["heads"], node.meta.get("features"), _site(node)))
+            split = _split_into_heads(node)
+            if split is not None and (_stream(node, prog, resolve) or sym.stream) in ("q", "k", "v"):
+                # q = (x W_q).view(B, T, h, d), normalized per head before its transpose: the split is the reshape
+                heads.setdefault(_stream(node, prog, resolve) or sym.stream, (*split, _site(node)))
             cap = _softcap(node, resolve)
             if cap is not None and not any(f.kind == "softcap" and f.value == cap for f in out):
                 out.append(Fact("softcap", cap, *_site(node)))
@@ -53,6 +65,14 @@ def facts(prog: Program) -> tuple[Fact, ...]:
         if kv is not None and kv[0] != q[0]:
             out.insert(1, Fact("kv_heads", kv[0], *kv[2]))
     return tuple(out)
+
+
+def _split_into_heads(node) -> tuple | None:
+    """(h, d) of a reshape (B, T, h·d) -> (B, T, h, d): the last axis split in two."""
+    if not isinstance(node, Reshape) or not splits_last(node):
+        return None
+    h, d = node.meta["shown"][2:]
+    return (h, d) if isinstance(h, int) and isinstance(d, int) else None
 
 
 def _stream(node, prog, resolve) -> str | None:

@@ -86,9 +86,12 @@ def _sdpa(L: Lowering):
     if L.get("enable_gqa", False) and qs and ks and isinstance(qs[-3], int) and isinstance(ks[-3], int) \
             and ks[-3] != qs[-3]:
         groups = qs[-3] // ks[-3]
+    # the heads the kernel computes with, read off its operands: (B, h, T, d) queries, (B, h_kv, S, d) keys
+    heads = qs[-3] if qs and len(qs) >= 4 and isinstance(qs[-3], int) else None
+    kv_heads = ks[-3] if ks and len(ks) >= 4 and isinstance(ks[-3], int) else None
     return n.Attention(L.operand("query"), L.operand("key"), L.operand("value"), L.optional("attn_mask"),
                        causal=bool(L.get("is_causal", False)), scale=L.get("scale"), groups=groups,
-                       head=qs[-1] if qs else 0)
+                       head=qs[-1] if qs else 0, heads=heads, kv_heads=kv_heads)
 
 
 TABLE: dict = {}

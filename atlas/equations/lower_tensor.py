@@ -26,13 +26,13 @@ def _transpose(L: Lowering):
         raise MissingArgument(f"{L.ev.name}: the axes are not numbers")
     x = L.operand()
     nd = L.ndim(x_ref)
-    if isinstance(x, t.Reshape) and nd == 4 and {d0 % 4, d1 % 4} == {1, 2} and _splits_last(x):
+    if isinstance(x, t.Reshape) and nd == 4 and {d0 % 4, d1 % 4} == {1, 2} and splits_last(x):
         out = L.out_shape()
         return t.Heads(x.args[0], x.args[1], heads=out[1], features=out[3])
     return t.Transpose(x, d0=d0, d1=d1, ndim=nd)
 
 
-def _splits_last(node: t.Reshape) -> bool:
+def splits_last(node: t.Reshape) -> bool:
     """A reshape (B, T, h·d) -> (B, T, h, d): the last axis split into heads."""
     before, after = node.meta.get("in_shape"), node.meta.get("shown")
     return (before is not None and after is not None and len(before) == 3 and len(after) == 4
