@@ -16,10 +16,10 @@ REFERENCE = {"B": 1, "T": 1024, "H": 224, "W": 224}
 POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions", "max_source_positions")
 
 
-def reference_sizes(model: nn.Module, symbols) -> tuple[tuple[str, int], ...]:
-    """Where pages evaluate the formulas: the model's `atlas_reference_sizes`, else B = 1 and T = 1024 (within
-    the config's position limit), images 224 × 224."""
-    declared = dict(getattr(model, "atlas_reference_sizes", None) or {})
+def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None) -> tuple[tuple[str, int], ...]:
+    """Where pages evaluate the formulas: at a size the code was pinned to, if it was; the model's
+    `atlas_reference_sizes`, else B = 1 and T = 1024 (within the config's position limit), images 224 × 224."""
+    declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
     config = getattr(model, "config", None)
     limit = next((getattr(config, f) for f in POSITION_LIMITS if isinstance(getattr(config, f, None), int)), None)
     out = []
@@ -31,9 +31,24 @@ def reference_sizes(model: nn.Module, symbols) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+def pinned_sizes(trace) -> dict[str, int]:
+    """The sizes the record holds only at: those the code needed as exact numbers (a Python loop over positions),
+    or every size of a record made at concrete sizes."""
+    if not trace.symbolic:
+        return {s: int(v) for s, v in trace.hints.items()}
+    return {s: int(trace.hints[s]) for s in trace.specialized if s in trace.hints}
+
+
 def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
+    """Costs are counted where the record holds: at the sizes it was pinned to, with those sizes put in (a count
+    read off a record made at T = 17 is no formula in T)."""
     if trace is None:
         return doc
+    pinned = pinned_sizes(trace)
+    at_pinned = {trace.symbols[s]: v for s, v in pinned.items() if s in trace.symbols}
+
+    def held(expr):
+        return sympy.expand(expr.subs(at_pinned)) if at_pinned and isinstance(expr, sympy.Basic) else expr
     comps = {path: c for c in doc.components for path in c.module_paths}
 
     def first_for(path: str):
@@ -50,6 +65,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
         flops, causal, uncounted = costs.of(call)
         saved = record_of(trace, comp.module_paths[0]).saved
         act = activation_bytes(call, saved, first_for, totals)
+        flops, causal, act = held(flops), held(causal), held(act)
         if _data_dependent(flops, causal, act):     # tokens per expert: no figure holds at the reference sizes
             out.append(comp)
             continue
@@ -65,8 +81,9 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
     symbols = sorted({str(s) for table in [trace.symbols, *own] if table for s in table.values()})
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
-    summary = CostSummary(reference_sizes(model, symbols), int(kv) if kv != 0 and kv.is_Integer else None,
-                          _attention_kernel(trace))
+    kv = held(kv)
+    summary = CostSummary(reference_sizes(model, symbols, pinned), int(kv) if kv != 0 and kv.is_Integer else None,
+                          _attention_kernel(trace), tuple((s, v) for s, v in pinned.items() if s in symbols))
     return replace(doc, cost=root, cost_summary=summary)
 
 

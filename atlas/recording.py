@@ -190,7 +190,12 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                 comp = replace(comp, shapes=_own_record(model, module, comp, trace, vocab))
             comps.append(comp)
         shaped = replace(shaped, components=tuple(comps), dims=dim_names)
-        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes, None)
+        failure = None
+        if all(c.shapes is None or c.shapes.status is not ShapeStatus.DERIVED for c in shaped.components[:1]):
+            failure = msg("the model's forward() did not run on the example inputs (%(error)s)",
+                          error=shaped.components[0].shapes.reason if shaped.components and
+                          shaped.components[0].shapes is not None and shaped.components[0].shapes.reason else "?")
+        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes, failure)
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
         shaped = probes.derive(model, doc, list(texts), budget_bytes)

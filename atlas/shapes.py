@@ -235,11 +235,21 @@ def _repeat_wrappers(model: nn.Module, doc: ModelDoc) -> list:
 
 
 def _cpu_copy(model: nn.Module) -> nn.Module:
+    """A CPU copy with made-up weights. Its buffers keep their values where the model has them; on the meta device,
+    where it has none, integer buffers are zeros (a buffer of position ids indexes a table: left as uninitialized
+    memory it indexes out of range), flags are set and floats small."""
     cpu = copy.deepcopy(model).to_empty(device="cpu")
     with torch.no_grad():
         for p in cpu.parameters():
             if p.is_floating_point():
                 p.normal_(0.0, 0.02)
+        for own, copied in zip(model.buffers(), cpu.buffers()):
+            if own.device.type != "meta":
+                copied.copy_(own)
+            elif copied.is_floating_point() or copied.is_complex():
+                copied.normal_(0.0, 0.02)
+            else:
+                copied.fill_(copied.dtype == torch.bool)
         for m in cpu.modules():
             if hasattr(m, "reset_parameters") and callable(m.reset_parameters):
                 try:

@@ -8,6 +8,7 @@ import json
 import linecache
 import weakref
 
+import sympy
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -43,6 +44,12 @@ def test_state_kept_on_modules_is_put_back(capsys):
     # the sizes the loop fixed, where, and at which size the equations hold
     assert "the code needs exact values of T = " in err and "recording_models.py:" in err
     assert "the equations are written, and checked, at T = " in err
+    # the costs hold where the record does: at the pinned T, put into them (two layers of T steps of an 8 × 8
+    # linear), and the pages evaluate them there
+    t = data["cost_reference"]["pinned"]["T"]
+    assert data["cost_reference"]["sizes"]["T"] == t and t == int(err.split("at T = ")[1].split()[0].rstrip(","))
+    b = sympy.Symbol("B", positive=True, integer=True)
+    assert sympy.sympify(data["totals"]["cost"]["flops"], locals={"B": b}) == 2 * t * 2 * 8 * 8 * b
     loaded = load(f"{SPEC}:recurrent_stack")
     document(loaded, Settings(cost=False))
     assert all(layer.state is None for layer in loaded.model.layers)
@@ -100,3 +107,13 @@ def test_the_run_leaves_nothing_behind():
     del trace
     assert _alive() == before
     assert set(linecache.cache) - lines == set()
+
+
+def test_a_cpu_copy_of_a_meta_model_indexes_with_its_position_ids(capsys):
+    """Built on the meta device, whose buffers hold no values: the CPU copy the shapes fall back to gets position ids
+    that index the table (uninitialized memory indexed out of range, and every shape was lost without a word)."""
+    data, err = _describe(capsys, "positions_buffer")
+    assert data["forward_failure"] is None
+    root = data["components"][0]
+    assert root["shapes"]["status"] == "derived"
+    assert [d["symbol"] if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == ["B", "T", 8]
