@@ -26,7 +26,9 @@ from atlas.model import Architecture, Component, ModelDoc, Trait
 from atlas.trace.structures import Call, OpEvent
 from atlas.trace.structures import refs as _refs
 
-CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_target_positions", "max_source_positions")
+# a config's longest input, by the names configs give it (MPT's max_seq_len); the first one set is the model's
+CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_target_positions",
+                  "max_source_positions")
 ACTIVATIONS = {"gelu": "GELU", "silu": "SiLU", "relu": "ReLU", "relu6": "ReLU6", "leaky_relu": "LeakyReLU",
                "tanh": "tanh", "sigmoid": "sigmoid", "mish": "Mish", "elu": "ELU", "selu": "SELU",
                "softplus": "softplus", "hardswish": "hardswish", "glu": "GLU"}

@@ -8,12 +8,12 @@ from dataclasses import replace
 import sympy
 from torch import nn
 
+from atlas.architecture import CONTEXT_FIELDS
 from atlas.model import Cost, CostSummary, ModelDoc
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
 from atlas.trace.shapes import first_call_of, record_of
 
 REFERENCE = {"B": 1, "T": 1024, "H": 224, "W": 224}
-POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions", "max_source_positions")
 
 
 def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None) -> tuple[tuple[str, int], ...]:
@@ -21,7 +21,7 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None) -> tu
     `atlas_reference_sizes`, else B = 1 and T = 1024 (within the config's position limit), images 224 × 224."""
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
     config = getattr(model, "config", None)
-    limit = next((getattr(config, f) for f in POSITION_LIMITS if isinstance(getattr(config, f, None), int)), None)
+    limit = next((getattr(config, f) for f in CONTEXT_FIELDS if isinstance(getattr(config, f, None), int)), None)
     out = []
     for sym in symbols:
         size = declared.get(sym, REFERENCE.get(sym, 16))

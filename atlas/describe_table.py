@@ -28,9 +28,10 @@ def table(doc: ModelDoc) -> str:
     w = WIDTHS
     head = f"{'Component':{w[0]}}{'Class':{w[1]}}{'×':>{w[2]}} {'Parameters':>{w[3]}}  Output"
     lines = [head, "─" * (len(head) + 24)]
-    for comp in doc.components:
-        depth = comp.id.count(".") + 1 if comp.id else 0
-        name = _cut("  " * depth + comp.name, w[0])
+    depth: dict[str, int] = {}
+    for comp in doc.components:         # by the tree, not the dots: model.layers.0 sits beside model.norm
+        depth[comp.id] = depth[comp.parent] + 1 if comp.id and comp.parent in depth else 0
+        name = _cut("  " * depth[comp.id] + comp.name, w[0])
         cls = _cut(comp.cls.rsplit(".", 1)[-1], w[1])
         lines.append(f"{name:{w[0]}}{cls:{w[1]}}{comp.instances:>{w[2]}} {comp.parameters_per_instance:>{w[3]},}  "
                      f"{_output(comp, doc)}")
