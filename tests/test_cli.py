@@ -178,3 +178,13 @@ def test_interrupted_sync_leaves_whole_files(tmp_path, monkeypatch):
         text = (docs / rel).read_text()
         assert text in (old[rel], new[rel])
     assert not list(docs.glob(".atlas-stage-*"))
+
+
+
+def test_describe_table_indents_by_the_tree(capsys):
+    """A list whose first entry differs from the rest: the entry listed on its own (inner.layers.0) and the repeated
+    ones (inner.layers, ×2) are siblings in the tree and sit at one depth, not one under the other."""
+    assert main(["describe", "tests/fixtures/attention_layouts.py:mixed"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    depth = {line.split()[0]: len(line) - len(line.lstrip()) for line in lines if line[:2] == "  "}
+    assert depth["Inner"] == 2 and depth["Linear"] == depth["Block"] == 4
