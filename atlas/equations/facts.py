@@ -30,15 +30,16 @@ def facts(prog: Program) -> tuple[Fact, ...]:
 
     out: list[Fact] = []
     heads: dict = {}
+    kernel: dict = {}       # the same, read off the attention kernel: where the model's own code shows no split
     for step in prog.steps:
         sym = prog.symbols[step.key]
         for node in step.node.walk():
             if isinstance(node, Attention) and isinstance(node.meta.get("heads"), int):
                 # the attention kernel's own operands: queries (B, h, T, d), keys (B, h_kv, S, d)
                 head = node.meta.get("head") if isinstance(node.meta.get("head"), int) else None
-                heads.setdefault("q", (node.meta["heads"], head, _site(node)))
+                kernel.setdefault("q", (node.meta["heads"], head, _site(node)))
                 if isinstance(node.meta.get("kv_heads"), int):
-                    heads.setdefault("k", (node.meta["kv_heads"], head, _site(node)))
+                    kernel.setdefault("k", (node.meta["kv_heads"], head, _site(node)))
             if isinstance(node, Heads) and isinstance(node.meta.get("heads"), int):
                 stream = _stream(node, prog, resolve) or sym.stream   # k = (x W_k)^h: the step's own stream
                 heads.setdefault(stream, (node.meta["heads"], node.meta.get("features"), _site(node)))
@@ -56,6 +57,8 @@ def facts(prog: Program) -> tuple[Fact, ...]:
     form = _norm_form(prog, resolve)
     if form is not None:
         out.append(Fact("norm", form[0], *_site(form[1])))
+    for stream, found in kernel.items():
+        heads.setdefault(stream, found)
     if heads:
         q = heads.get("q") or next(iter(heads.values()))
         kv = heads.get("k") or heads.get("v")
