@@ -58,7 +58,9 @@ def facts(prog: Program) -> tuple[Fact, ...]:
     if form is not None:
         out.append(Fact("norm", form[0], *_site(form[1])))
     for stream, found in kernel.items():
-        heads.setdefault(stream, found)
+        if stream not in heads:     # a split of the same count in the model's code, of a value not named q, k or v
+            own = [v for key, v in heads.items() if key not in ("q", "k", "v") and v[0] == found[0]]
+            heads[stream] = own[0] if own else found
     if heads:
         q = heads.get("q") or next(iter(heads.values()))
         kv = heads.get("k") or heads.get("v")
