@@ -278,13 +278,21 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
     by_path = doc.paths
     block_ids = {c.id for s in stacks for c in _outside_attention(doc, s)} | {s.id for s in stacks}
     calls = [c for c in root.calls() if by_path.get(c.path) in block_ids]
-    products = [[r.value for r in _refs(e.args)] for c in calls for e in c.events if isinstance(e, OpEvent)
-                and _short(e.name) in ("mul", "__mul__", "__rmul__")]
+    events = [e for c in calls for e in c.events if isinstance(e, OpEvent)]
+    products = [[r.value for r in _refs(e.args)] for e in events if _short(e.name) in ("mul", "__mul__", "__rmul__")]
+    sums = [([r.value for r in _refs(e.args)], _outs(e)) for e in events if _short(e.name) in _SUMS]
+    squared = {id(r.value) for e in events for r in _refs(e.args[:1]) if _squares(e)}
     out = []
     for call in calls:
         for ev in call.events:
             if isinstance(ev, OpEvent) and _short(ev.name) in ACTIVATIONS:
                 name = ACTIVATIONS[_short(ev.name)]
+                if name == "tanh" and _gelu_by_tanh(ev, sums, products):
+                    out.append(Trait("GELU", by_path.get(call.path)))
+                    continue
+                if name == "ReLU" and any(id(v) in squared for v in _outs(ev)):
+                    out.append(Trait("squared ReLU", by_path.get(call.path)))     # Primer's relu(x)²
+                    continue
                 outs = {id(v) for v in _outs(ev)}
                 own = _scaled_from([r.value for r in _refs(ev.args)])
                 factors = [v for ops in products if any(id(v) in outs for v in ops) for v in ops if id(v) not in outs]
@@ -297,6 +305,49 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
 
 
 _SCALING = {"mul", "__mul__", "__rmul__", "div", "__truediv__", "neg", "__neg__", "to", "float", "type_as"}
+_SUMS = {"add", "__add__", "__radd__"}
+_ELEMENTWISE = _SCALING | _SUMS | {"sub", "__sub__", "__rsub__", "pow", "__pow__", "square"}
+
+
+def _squares(ev: OpEvent) -> bool:
+    """x ** 2, x.square(), x * x."""
+    name, args = _short(ev.name), ev.args
+    if name in ("pow", "__pow__"):
+        return len(args) > 1 and not _refs(args[1:2]) and args[1] == 2
+    if name in ("mul", "__mul__"):
+        refs = _refs(args)
+        return len(refs) == 2 and refs[0].value is refs[1].value
+    return name == "square"
+
+
+def _made_from(v, steps: int = 6) -> set[int]:
+    """ids of v and of every tensor it was computed from through elementwise arithmetic, `steps` ops back."""
+    seen, frontier = {id(v)}, [v]
+    for _ in range(steps):
+        after = []
+        for u in frontier:
+            ev = u.made_by
+            if ev is None or _short(ev.name) not in _ELEMENTWISE:
+                continue
+            for r in _refs((ev.args, ev.kwargs)):
+                if id(r.value) not in seen:
+                    seen.add(id(r.value))
+                    after.append(r.value)
+        frontier = after
+    return seen
+
+
+def _gelu_by_tanh(ev: OpEvent, sums, products) -> bool:
+    """x · (1 + tanh(f(x))) / 2, f computed from x: GELU's tanh approximation written out (GPT-J's and Phi's
+    gelu_new, BLOOM's), told by its form: one plus the tanh, times the tensor the tanh's argument came from."""
+    outs = {id(v) for v in _outs(ev)}
+    shifted = {id(o) for refs, made in sums if len(refs) == 1 and id(refs[0]) in outs for o in made}
+    base = set().union(*(_made_from(r.value) for r in _refs(ev.args)))
+    for ops in products:
+        others = [v for v in ops if id(v) not in shifted]
+        if len(others) < len(ops) and others and all(_scaled_from([v]) & base for v in others):
+            return True
+    return False
 
 
 def _scaled_from(values, steps: int = 3) -> set[int]:
