@@ -3,7 +3,9 @@ stacks of layers, widths, heads, FFN widths, experts, vocabulary, context, norms
 activations. Nothing is looked up by a model's name; each figure keeps the component (or config field) it came
 from, so a catalog cell links to the page that shows it.
 
-- A stack is a repeated list entry with children (a block), outermost only.
+- A stack is a list of blocks (entries with children), outermost only: its layers are all its entries, also
+  where they are listed apart because they differ (a first dense layer before mixture-of-experts ones, stochastic
+  depth that grows with the layer, interleaved attention and state-space layers).
 - Width: the last dim of a stack's first input. Heads and KV heads: the facts of the verified equations.
 - FFN width: the widest dim, other than the width, of the 2-D matrices in a block outside its attention (an
   expert stack, 3-D, counts its experts too).
@@ -50,14 +52,28 @@ def _distinct(traits) -> tuple[Trait, ...]:
     return tuple(out)
 
 
-def _stacks(doc: ModelDoc) -> list[Component]:
-    """Repeated list entries with children, not inside another such stack."""
-    out = []
+def _lists(doc: ModelDoc) -> list[tuple[list[Component], int]]:
+    """The lists of blocks, outermost only: (their entries' components, how many entries). An entry listed apart
+    (model.layers.0) and the repeated rest (model.layers.1-3) are one list of four."""
+    lists: dict[str, list[Component]] = {}
+    inside: list[Component] = []
     for comp in doc.components[1:]:
-        if comp.repeat >= 2 and comp.children and comp.module_paths[0].rpartition(".")[2].isdigit() \
-                and not any(a in out for a in doc.ancestors(comp.id)):
-            out.append(comp)
+        parent, _, index = comp.module_paths[0].rpartition(".")
+        if not (comp.children and index.isdigit()) or any(a in inside for a in doc.ancestors(comp.id)):
+            continue
+        lists.setdefault(parent, []).append(comp)
+        inside.append(comp)
+    out = []
+    for parent, members in lists.items():
+        entries = {p for m in members for p in m.module_paths if p.rpartition(".")[0] == parent}
+        if len(entries) >= 2:
+            out.append((members, len(entries)))
     return out
+
+
+def _stacks(doc: ModelDoc) -> list[Component]:
+    """The components of every list of blocks' entries."""
+    return [m for members, _ in _lists(doc) for m in members]
 
 
 def _descendants(doc: ModelDoc, comp: Component):
@@ -409,7 +425,8 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
         ffn += f
         experts += e
     arch = Architecture(
-        layers=tuple(Trait(s.repeat, s.id) for s in stacks), width=_distinct(widths), heads=_distinct(heads),
+        layers=tuple(Trait(n, max(members, key=lambda m: m.repeat).id) for members, n in _lists(doc)),
+        width=_distinct(widths), heads=_distinct(heads),
         kv_heads=_distinct(kv), ffn=_distinct(ffn), experts=_distinct(experts),
         vocabulary=_distinct(_vocabulary(model, doc, root)), context=_distinct(_context(model, doc, root)),
         norms=_distinct(_norms(doc, root)), positions=_distinct(_positions(model, doc, root, stacks)),

@@ -130,3 +130,11 @@ def test_heads_of_attention_split_otherwise(name, heads, kv_heads):
     assert values(a.heads) == [heads] and values(a.kv_heads) == [kv_heads]
     attn = next(c for c in doc.components if c.id == "layers.attn")
     assert attn.equations.verification.verified
+
+
+def test_a_list_whose_entries_differ_is_one_stack_of_all_its_layers():
+    """layers.0 (multi-query) is listed apart from layers.1-3 (grouped-query): the stack has four layers, and
+    both kinds give their heads (DeepSeek-V3's first dense layers, Jamba's interleaving, BEiT's stochastic depth)."""
+    a = _doc("tests/fixtures/attention_layouts.py:interleaved").architecture
+    assert [(t.value, t.component) for t in a.layers] == [(4, "layers.1-3")]
+    assert values(a.heads) == [4] and values(a.kv_heads) == [1, 2] and values(a.width) == [32]
