@@ -17,7 +17,8 @@ def _output(comp, doc: ModelDoc) -> str:
     if s is None or s.status.value != "derived":
         return "—" if s is None else s.status.value
     outs = [_dims(t) for t in s.outputs]
-    return " ".join(outs) if outs else "—"
+    own = " (own call: not called by forward)" if s.method == "own" else ""
+    return (" ".join(outs) if outs else "—") + own
 
 
 def _cut(text: str, width: int) -> str:

@@ -75,7 +75,8 @@ class Shapes:
     status: ShapeStatus
     inputs: tuple[TensorShape, ...] = ()
     outputs: tuple[TensorShape, ...] = ()
-    method: str | None = None       # "meta" or "cpu": which forward gave them
+    method: str | None = None       # which forward gave them: "fake" (symbolic), "meta", "cpu"; "own": a call of its
+                                    # own, on inputs made up for a component the model's forward() does not call
     reason: str | None = None       # why they are missing, or why the CPU was needed
 
 

@@ -245,7 +245,7 @@ def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shap
     if sub.error is not None or sub.root is None or sub.specialized:
         return not_called
     trace.extra[comp.module_paths[0]] = sub
-    return trace_shapes.of_call(sub.root, vocab, "fake")
+    return trace_shapes.of_call(sub.root, vocab, "own")         # not what the model passes it: pages say so
 
 
 def _repeat_groups(doc: ModelDoc) -> list[list[str]]:

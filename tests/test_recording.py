@@ -117,3 +117,19 @@ def test_a_cpu_copy_of_a_meta_model_indexes_with_its_position_ids(capsys):
     root = data["components"][0]
     assert root["shapes"]["status"] == "derived"
     assert [d["symbol"] if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == ["B", "T", 8]
+
+
+def test_a_module_the_forward_never_calls_says_its_shapes_are_its_own(capsys):
+    """The dropout the fused kernel makes unused gets shapes from a call of its own; the JSON, the table and the
+    page say so, and the page claims nothing about what the model passes it."""
+    from atlas import render
+    data, _ = _describe(capsys, "fused_attention")
+    drop = next(c for c in data["components"] if c["id"] == "dropout")
+    assert drop["shapes"]["method"] == "own" and data["components"][0]["shapes"]["method"] == "fake"
+    assert main(["describe", f"{SPEC}:fused_attention"]) == 0
+    assert "(own call: not called by forward)" in next(line for line in capsys.readouterr().out.splitlines()
+                                                        if line.strip().startswith("Dropout"))
+    doc = document(load(f"{SPEC}:fused_attention"), Settings())
+    page = render.render(doc)[f"{doc.slug}/dropout.md"]
+    assert "does not call this component with the example inputs" in page
+    assert "with the shapes shown above at every probed input size" not in page
