@@ -77,7 +77,7 @@ class Shapes:
     outputs: tuple[TensorShape, ...] = ()
     method: str | None = None       # which forward gave them: "fake" (symbolic), "meta", "cpu"; "own": a call of its
                                     # own, on inputs made up for a component the model's forward() does not call
-    reason: str | None = None       # why they are missing, or why the CPU was needed
+    reason: str | None = None       # why they are missing, why the CPU was needed, or what an own call ran on
 
 
 @dataclass(frozen=True)

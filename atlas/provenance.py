@@ -269,7 +269,9 @@ def claims_for(reader: _Reader, module: nn.Module, comp: Component, source: Sour
                  "forward() computes the %(n)s steps shown above, checked against it on random inputs "
                  "(max error within %(error)s).", len(e.steps), error=error),
             msg("equations verified"), source.file, src_file, span[0], span[1]))
-    if comp.shapes is not None and comp.shapes.status.value == "derived" and comp.shapes.method != "own" and span:
+    probed = comp.shapes is not None and comp.shapes.status.value == "derived" and \
+        (comp.shapes.method != "own" or getattr(module, "atlas_inputs", None))     # not on made-up inputs
+    if probed and span:
         ins = ", ".join(t.name for t in comp.shapes.inputs)
         outs = ", ".join(t.name for t in comp.shapes.outputs)
         out.append(reader.claim(msg("forward() takes %(inputs)s and returns %(outputs)s, with the shapes shown above "

@@ -235,7 +235,8 @@ def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:
 
 def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shapes:
     """A component the model's forward() never calls, recorded on example inputs of its own."""
-    own = getattr(module, "atlas_inputs", None) or probes.leaf_inputs(module)
+    declared = getattr(module, "atlas_inputs", None)
+    own = declared or probes.leaf_inputs(module)
     not_called = Shapes(ShapeStatus.NOT_CALLED, method="fake",
                         reason=msg("not called by the model's forward() with the example inputs"))
     if not own or module is model:
@@ -245,7 +246,9 @@ def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shap
     if sub.error is not None or sub.root is None or sub.specialized:
         return not_called
     trace.extra[comp.module_paths[0]] = sub
-    return trace_shapes.of_call(sub.root, vocab, "own")         # not what the model passes it: pages say so
+    on = msg("its declared inputs (%(inputs)s)", inputs=", ".join(own)) if declared else \
+        msg("inputs made up from its sizes")
+    return trace_shapes.of_call(sub.root, vocab, "own", on)     # not what the model passes it: pages say so
 
 
 def _repeat_groups(doc: ModelDoc) -> list[list[str]]:
