@@ -83,7 +83,29 @@ def op_flops(ev: OpEvent):
         return dense, causal
     if name == "einsum":
         return _einsum(ev)
+    if name == "multi_head_attention_forward":
+        return _multi_head_attention(ev, out)
     return None
+
+
+def _multi_head_attention(ev: OpEvent, out):
+    """torch.nn.MultiheadAttention's functional form, one call for the whole layer: the q, k, v projections, q kᵀ
+    and the weights times v over the heads, the output projection. Queries (L, N, E) or (L, E), keys (S, N, kdim),
+    values (S, N, vdim); bias_k and add_zero_attn each add a key after the projections."""
+    q, k, v = (_shape(_arg(ev, i, key)) for i, key in ((0, "query"), (1, "key"), (2, "value")))
+    e = _arg(ev, 3, "embed_dim_to_check")
+    if q is None or k is None or v is None or not isinstance(e, int) or \
+            _arg(ev, 21, "static_k") is not None or _arg(ev, 22, "static_v") is not None:
+        return None
+    n = q[1] if len(q) == 3 else 1
+    L, S = q[0], k[0]
+    keys = S + (1 if _arg(ev, 7, "bias_k") is not None else 0) + (1 if _arg(ev, 9, "add_zero_attn") else 0)
+    projections = 2 * n * (L * e * e + S * k[-1] * e + S * v[-1] * e + L * e * e)
+    dense = projections + 4 * n * L * keys * e
+    causal = None
+    if bool(_arg(ev, 24, "is_causal")) and sympy.simplify(L - keys) == 0:
+        causal = projections + 4 * n * (L * (L + 1) / 2) * e
+    return dense, causal
 
 
 def _einsum(ev: OpEvent):
