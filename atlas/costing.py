@@ -70,7 +70,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
             out.append(comp)
             continue
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
-                                           tuple(sorted(uncounted)))))
+                                           tuple(sorted(uncounted)), _attention_kernel(call))))
         itemsize = itemsize or _itemsize(model)
         per = kv_cache_bytes(call, itemsize)
         if per is not None:
@@ -83,7 +83,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     kv = held(kv)
     summary = CostSummary(reference_sizes(model, symbols, pinned), int(kv) if kv != 0 and kv.is_Integer else None,
-                          _attention_kernel(trace), tuple((s, v) for s, v in pinned.items() if s in symbols))
+                          _attention_kernel(trace.root), tuple((s, v) for s, v in pinned.items() if s in symbols))
     return replace(doc, cost=root, cost_summary=summary)
 
 
@@ -99,10 +99,11 @@ def _itemsize(model: nn.Module) -> int:
     return 4
 
 
-def _attention_kernel(trace) -> str | None:
-    """How attention ran in the record: a fused kernel (keeps a log-sum-exp, not the T×T weights) or written out."""
+def _attention_kernel(root) -> str | None:
+    """How attention ran in a call and the calls inside it: a fused kernel (keeps a log-sum-exp, not the T×T
+    weights) or written out."""
     fused = written = False
-    for call in trace.root.calls() if trace.root is not None else ():
+    for call in root.calls() if root is not None else ():
         for ev in call.events:
             if getattr(ev, "name", "") == "scaled_dot_product_attention":
                 fused = True

@@ -188,6 +188,7 @@ class Cost:
     flops_causal: str | None = None     # the same with causal attention computing T(T+1)/2 pairs; None if none
     activation_bytes: str = "0"     # saved for the backward pass (see README for what is assumed)
     uncounted: tuple[str, ...] = ()     # operations whose arithmetic is not counted in `flops`
+    attention: str | None = None    # how attention ran inside it ("fused", "explicit", "both"); None: it has none
 
 
 @dataclass(frozen=True)
