@@ -138,3 +138,11 @@ def test_a_list_whose_entries_differ_is_one_stack_of_all_its_layers():
     a = _doc("tests/fixtures/attention_layouts.py:interleaved").architecture
     assert [(t.value, t.component) for t in a.layers] == [(4, "layers.1-3")]
     assert values(a.heads) == [4] and values(a.kv_heads) == [1, 2] and values(a.width) == [32]
+
+
+def test_a_normalization_subclassed_in_the_models_code_is_a_norm():
+    """A GroupNorm subclass (PoolFormer's) is not under torch.nn's path: its equations, which divide by each
+    group's standard deviation, make it a norm."""
+    doc = _doc("tests/fixtures/norms.py:own_group_norm")
+    assert [(t.value, t.component) for t in doc.architecture.norms] == [("GroupNorm", "blocks.norm")]
+    assert doc.component("blocks.norm").equations.normalizes

@@ -191,6 +191,7 @@ class BatchNormOp(Node):
     """Per-channel normalization (axis 1) with running statistics in evaluation mode."""
 
     prec = ADD
+    normalizes = True           # divides by the square root of each channel's running variance
 
     def tex(self, p):
         x, mean, var, eps, gamma, beta = self.args
@@ -222,6 +223,7 @@ def batch_norm(b: LeafBuilder, x):
 
 class GroupNormOp(Node):
     prec = ADD
+    normalizes = True           # divides by the square root of each group's variance
 
     def tex(self, p):
         x, eps, gamma, beta = self.args

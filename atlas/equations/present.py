@@ -105,7 +105,7 @@ def normalizes(prog: Program) -> bool:
     means = {s.key for s in prog.steps if isinstance(s.node, (m.Mean, m.Var))}
     for step in prog.steps:
         for node in step.node.walk():
-            if isinstance(node, m.Norm2):
+            if isinstance(node, m.Norm2) or getattr(node, "normalizes", False):     # a fused norm's own node
                 return True
             if isinstance(node, (m.Sqrt, m.Rsqrt)):
                 inner = list(node.args[0].walk()) if hasattr(node.args[0], "walk") else []
