@@ -298,11 +298,16 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
     products = [[r.value for r in _refs(e.args)] for e in events if _short(e.name) in ("mul", "__mul__", "__rmul__")]
     sums = [([r.value for r in _refs(e.args)], _outs(e)) for e in events if _short(e.name) in _SUMS]
     squared = {id(r.value) for e in events for r in _refs(e.args[:1]) if _squares(e)}
+    # what a top-k choice was computed from: a router's scores (DeepSeek-V3's sigmoid) are no activation
+    routed = set().union(*(_made_from(r.value, 8, _ROUTING) for e in events if _short(e.name) == "topk"
+                           for r in _refs(e.args[:1])))
     out = []
     for call in calls:
         for ev in call.events:
             if isinstance(ev, OpEvent) and _short(ev.name) in ACTIVATIONS:
                 name = ACTIVATIONS[_short(ev.name)]
+                if any(id(v) in routed for v in _outs(ev)):
+                    continue
                 if name == "tanh" and _gelu_by_tanh(ev, sums, products):
                     out.append(Trait("GELU", by_path.get(call.path)))
                     continue
@@ -323,6 +328,7 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
 _SCALING = {"mul", "__mul__", "__rmul__", "div", "__truediv__", "neg", "__neg__", "to", "float", "type_as"}
 _SUMS = {"add", "__add__", "__radd__"}
 _ELEMENTWISE = _SCALING | _SUMS | {"sub", "__sub__", "__rsub__", "pow", "__pow__", "square"}
+_ROUTING = _ELEMENTWISE | _LAYOUT | {"masked_fill", "where"}         # a router's scores, laid out, masked
 
 
 def _squares(ev: OpEvent) -> bool:
@@ -336,14 +342,15 @@ def _squares(ev: OpEvent) -> bool:
     return name == "square"
 
 
-def _made_from(v, steps: int = 6) -> set[int]:
-    """ids of v and of every tensor it was computed from through elementwise arithmetic, `steps` ops back."""
+def _made_from(v, steps: int = 6, names: set = _ELEMENTWISE) -> set[int]:
+    """ids of v and of every tensor it was computed from through elementwise arithmetic (or the ops of `names`),
+    `steps` ops back."""
     seen, frontier = {id(v)}, [v]
     for _ in range(steps):
         after = []
         for u in frontier:
             ev = u.made_by
-            if ev is None or _short(ev.name) not in _ELEMENTWISE:
+            if ev is None or _short(ev.name) not in names:
                 continue
             for r in _refs((ev.args, ev.kwargs)):
                 if id(r.value) not in seen:

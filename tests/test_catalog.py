@@ -103,11 +103,12 @@ def test_token_ids_reshaped_before_the_lookup_still_give_the_vocabulary():
 
 @pytest.mark.parametrize("name, named", [("swish", "Swish"), ("scaled", "sigmoid"), ("gated", "gated sigmoid"),
                                          ("gelu_tanh", "GELU"), ("gelu_tanh_bloom", "GELU"), ("tanh", "tanh"),
-                                         ("relu_squared", "squared ReLU")])
+                                         ("relu_squared", "squared ReLU"), ("routed", "SiLU")])
 def test_what_an_activation_is_combined_with_names_it(name, named):
     """A sigmoid times itself (through a number): Swish. Only a number: a sigmoid. A learned gate's output times
     the stream it read: gated, though the stream is where the gate came from. One plus a tanh of a cubic in x, times
-    x: GELU written out (gelu_new, BLOOM's); a tanh alone stays one. A ReLU squared: squared ReLU."""
+    x: GELU written out (gelu_new, BLOOM's); a tanh alone stays one. A ReLU squared: squared ReLU. A sigmoid whose
+    scores a top-k choice reads is a router, not an activation (DeepSeek-V3's)."""
     a = _doc(f"tests/fixtures/activations.py:{name}").architecture
     assert [(t.value, t.component) for t in a.activations] == [(named, "blocks")]
 
