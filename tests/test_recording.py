@@ -133,3 +133,14 @@ def test_a_module_the_forward_never_calls_says_its_shapes_are_its_own(capsys):
     page = render.render(doc)[f"{doc.slug}/dropout.md"]
     assert "does not call this component with the example inputs" in page
     assert "with the shapes shown above at every probed input size" not in page
+
+
+def test_a_pinned_forward_that_runs_at_no_probed_size_is_the_models_failure(capsys):
+    """The code pins T (a loop over positions), the meta forward reads a value, and a CPU forward is over the
+    memory budget: no shapes anywhere. That is the model's failure, on stderr, in the JSON and for --strict; it was
+    left in each component's shapes, with exit 0."""
+    assert main(["describe", f"{SPEC}:positions_buffer", "--json", "--strict", "--memory-budget", "0.000001"]) == 1
+    captured = capsys.readouterr()
+    failure = json.loads(captured.out)["forward_failure"]
+    assert failure.startswith("the model's forward() did not run on the example inputs") and "budget" in failure
+    assert "did not run on the example inputs" in captured.err
