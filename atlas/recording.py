@@ -190,22 +190,15 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                 comp = replace(comp, shapes=_own_record(model, module, comp, trace, vocab))
             comps.append(comp)
         shaped = replace(shaped, components=tuple(comps), dims=dim_names)
-        failure = None
-        if all(c.shapes is None or c.shapes.status is not ShapeStatus.DERIVED for c in shaped.components[:1]):
-            failure = msg("the model's forward() did not run on the example inputs (%(error)s)",
-                          error=shaped.components[0].shapes.reason if shaped.components and
-                          shaped.components[0].shapes is not None and shaped.components[0].shapes.reason else "?")
-        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes, failure)
+        return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes,
+                       _root_failure(shaped, None))
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
         shaped = probes.derive(model, doc, list(texts), budget_bytes)
         probe = {s: probes.PROBE_VALUES[i][0] for i, s in enumerate(symbols)}
         concrete = probes.concrete_record(model, specs, probe, budget_bytes)
-        failure = None
-        if all(c.shapes is None or c.shapes.status is not ShapeStatus.DERIVED for c in shaped.components[:1]):
-            failure = msg("the model's forward() did not run on the example inputs (%(error)s)",
-                          error=first_error or why or "?")
-        elif probe:
+        failure = _root_failure(shaped, first_error or why)
+        if failure is None and probe:
             notes.append(msg("the forward with symbolic sizes failed (%(error)s), so the shapes come from forwards "
                              "at several sizes and the equations are written, and checked, at %(sizes)s",
                              error=first_error or why or "?",
@@ -223,6 +216,15 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         comps.append(replace(comp, shapes=shapes))
     doc = replace(doc, components=tuple(comps), dims=dim_names, inputs=texts, input_notes=tuple(notes))
     return Outcome(doc, trace, notes, None)
+
+
+def _root_failure(shaped: ModelDoc, error):
+    """The model's failure when no probe gave its root shapes: `error`, else why the probes gave none."""
+    root = shaped.components[0].shapes if shaped.components else None
+    if root is not None and root.status is ShapeStatus.DERIVED:
+        return None
+    return msg("the model's forward() did not run on the example inputs (%(error)s)",
+               error=error or (root.reason if root is not None else None) or "?")
 
 
 def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:

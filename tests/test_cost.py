@@ -134,13 +134,13 @@ def test_contractions_with_keyword_operands_equal_flop_counter():
 
 
 @pytest.mark.parametrize("name, total", [
-    ("encoder_layer", lambda B, T, S: 128 * B * T**2 + 16384 * B * T),
+    ("golden_models.py:encoder_layer", lambda B, T, S: 128 * B * T**2 + 16384 * B * T),
     # projections 2B(32·32·T + 16·32·S + 24·32·S + 32·32·T); q kᵀ and A v over S + 1 keys (the learned bias)
-    ("cross_attention", lambda B, T, S: 4096 * B * T + 2560 * B * S + 128 * B * T * (S + 1))])
+    ("contractions.py:cross_attention", lambda B, T, S: 4096 * B * T + 2560 * B * S + 128 * B * T * (S + 1))])
 def test_torch_multi_head_attention_flops_equal_flop_counter(name, total):
     """nn.MultiheadAttention runs as one call of F.multi_head_attention_forward: its projections and attention are
     counted (they were listed as uncounted, and the layer cost 0), as FlopCounterMode counts them."""
-    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:{name}")
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures'}/{name}")          # torch's own layer, then its bare attention
     doc = pipeline.document(loaded, pipeline.Settings(verify=False))
     assert _check_against_flop_counter(doc, loaded.model, doc.inputs) >= 1
     S = sympy.Symbol("S", positive=True, integer=True)
