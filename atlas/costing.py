@@ -13,19 +13,20 @@ from atlas.model import Cost, CostSummary, ModelDoc
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
 from atlas.trace.shapes import first_call_of, record_of
 
-REFERENCE = {"B": 1, "T": 1024, "H": 224, "W": 224}
+REFERENCE = {"B": 1, "T": 1024, "S": 1024, "H": 224, "W": 224}
 
 
 def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None) -> tuple[tuple[str, int], ...]:
     """Where pages evaluate the formulas: at a size the code was pinned to, if it was; the model's
-    `atlas_reference_sizes`, else B = 1 and T = 1024 (within the config's position limit), images 224 × 224."""
+    `atlas_reference_sizes`, else B = 1 and T (and an encoder-decoder's source length S) = 1024, within the config's
+    position limit; images 224 × 224."""
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
     config = getattr(model, "config", None)
     limit = next((getattr(config, f) for f in CONTEXT_FIELDS if isinstance(getattr(config, f, None), int)), None)
     out = []
     for sym in symbols:
         size = declared.get(sym, REFERENCE.get(sym, 16))
-        if sym == "T" and limit is not None and sym not in declared:
+        if sym in ("T", "S") and limit is not None and sym not in declared:
             size = min(size, limit)
         out.append((sym, int(size)))
     return tuple(out)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import nn
@@ -34,10 +34,11 @@ from atlas.i18n import Text, msg, msgn
 from atlas.inputs import parse_input
 from atlas.layer_inputs import Candidate, candidates
 
-HINTS = {"B": 3, "T": 17, "H": 40, "W": 56, "D": 12}        # distinct, never 0 or 1, above small windows
+HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12}    # distinct, never 0 or 1, above small windows
 _TOKEN_IDS = ("input_ids", "decoder_input_ids")
 _MASKS = ("attention_mask", "decoder_attention_mask")
 _TEXT_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions")
+_TARGET_SIDE = ("decoder_", "tgt")      # an encoder-decoder's target inputs: transformers' and torch.nn.Transformer's
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
     dtype, retry, dtype_because = _dtypes(model, config)
     params = _parameters(model)
     found: list[Found] = []
-    bounds: list[Bound] = []
+    bounds: list[tuple[str, Bound]] = []        # (the input that set it, the bound)
     unresolved: list[tuple[str, Text]] = []
     for i, (name, why) in enumerate(_needed(model, params, config, also)):
         result = _by_convention(name, model, config, dtype)
@@ -122,10 +123,33 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
             continue
         cands, because, low, high, bs = result
         found.append(Found(name, tuple(cands), _joined(why, because), low, high))
-        bounds += bs
-    if any("T" in parse_input(f.text).dims for f in found):
-        bounds += _window_bounds(config)
-    return Discovery(tuple(found), _merge(bounds), dtype, retry, dtype_because, tuple(unresolved), tuple(also))
+        bounds += [(name, b) for b in bs]
+    found, kept = _source_and_target(found, bounds)
+    for sym in ("T", "S"):
+        if any(sym in parse_input(f.text).dims for f in found):
+            kept += [replace(b, symbol=sym) for b in _window_bounds(config)]
+    return Discovery(tuple(found), _merge(kept), dtype, retry, dtype_because, tuple(unresolved), tuple(also))
+
+
+def _source_and_target(found: list[Found], bounds: list[tuple[str, Bound]]) -> tuple[list[Found], list[Bound]]:
+    """An encoder-decoder's two lengths kept apart. Where target-side inputs (`decoder_input_ids`, `tgt`) run over T
+    and source-side ones too, the source side's T is S, as torch.nn.Transformer names them (source S, target T):
+    otherwise the record would tie the two lengths, and a cross-attention's T x S would read T x T."""
+    def uses_t(f: Found) -> bool:
+        return any("T" in parse_input(c).dims for c in f.candidates)
+
+    target = [f for f in found if f.name.startswith(_TARGET_SIDE)]
+    if not any(uses_t(f) for f in target) or not any(uses_t(f) for f in found if f not in target):
+        return found, [b for _, b in bounds]
+    out = [f if f in target else replace(f, candidates=tuple(_renamed(c, "T", "S") for c in f.candidates))
+           for f in found]
+    return out, [b if name.startswith(_TARGET_SIDE) or b.symbol != "T" else replace(b, symbol="S")
+                 for name, b in bounds]
+
+
+def _renamed(text: str, old: str, new: str) -> str:
+    spec = parse_input(text)
+    return _text(spec.name, spec.dtype, tuple(new if d == old else d for d in spec.dims))
 
 
 def _code(name: str) -> str:

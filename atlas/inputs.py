@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from atlas.errors import AtlasError
 from atlas.i18n import msg, render
 
-STANDARD_SYMBOLS = (("B", "batch"), ("T", "positions"), ("H", "height"), ("W", "width"), ("D", "depth"))
+STANDARD_SYMBOLS = (("B", "batch"), ("T", "positions"), ("S", "source positions"), ("H", "height"), ("W", "width"),
+                    ("D", "depth"))
 VARIES = "varies with the input"        # the name of a dim no expression fits
 # The dim names pages translate: the standard symbols' (also when a model declares them) and VARIES.
 # A name a model declares beyond these is shown as its code writes it.
-DIM_WORDS = {"batch": msg("batch"), "positions": msg("positions"), "height": msg("height"), "width": msg("width"),
+DIM_WORDS = {"batch": msg("batch"), "positions": msg("positions"), "source positions": msg("source positions"),
+             "height": msg("height"), "width": msg("width"),
              "depth": msg("depth"), VARIES: msg("varies with the input")}
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64")

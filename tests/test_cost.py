@@ -133,6 +133,20 @@ def test_contractions_with_keyword_operands_equal_flop_counter():
     assert sympy.expand(flops - (2 * B * T * 16 * 48 + 2 * 2 * (2 * B * T * T * 8) + 2 * B * T * 16 * 16)) == 0
 
 
+def test_cross_attention_costs_target_times_source_positions():
+    """An encoder-decoder's source length S is its own symbol: the cross-attention's scores and weighted values
+    cost 2·B·T·S·d each, not 2·B·T²·d."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:seq2seq")
+    doc = pipeline.document(loaded, pipeline.Settings(verify=False))
+    assert doc.inputs == ("src:int64[B,S]", "tgt:int64[B,T]")
+    assert _check_against_flop_counter(doc, loaded.model, doc.inputs) >= 5
+    S = sympy.Symbol("S", positive=True, integer=True)
+    cross = next(c for c in doc.components if c.module_paths[0].endswith("multihead_attn"))
+    # q and out projections over T, k and v over S (2·32·32 each per position), then q kᵀ and A v
+    assert sympy.expand(sympy.sympify(cross.cost.flops, locals={"B": B, "T": T, "S": S})
+                        - (2 * 2048 * B * T + 2 * 2048 * B * S + 2 * 2 * B * T * S * 32)) == 0
+
+
 @pytest.mark.parametrize("name, total", [
     ("golden_models.py:encoder_layer", lambda B, T, S: 128 * B * T**2 + 16384 * B * T),
     # projections 2B(32·32·T + 16·32·S + 24·32·S + 32·32·T); q kᵀ and A v over S + 1 keys (the learned bias)

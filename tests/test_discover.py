@@ -278,7 +278,7 @@ def test_suite_covers_every_kind_with_features_on(hf_suite, build):
 
 @pytest.mark.parametrize("name, texts, out", [
     ("llama", ("input_ids:int64[B,T]",), ("logits", ("3", "17", "128"))),
-    ("t5", ("input_ids:int64[B,T]", "decoder_input_ids:int64[B,T]"), ("logits", ("3", "17", "128"))),
+    ("t5", ("input_ids:int64[B,S]", "decoder_input_ids:int64[B,T]"), ("logits", ("3", "17", "128"))),
     ("vit", ("pixel_values:float32[B,3,32,32]",), ("last_hidden_state", ("3", "17", "64"))),
     ("convnext", ("pixel_values:float32[B,3,H,W]",), ("last_hidden_state", ("3", "64", "5", "7"))),
     ("whisper", ("input_features:float32[B,16,32]", "decoder_input_ids:int64[B,T]"), ("logits", ("3", "17", "128"))),
@@ -320,6 +320,26 @@ def test_bart_needs_fake_tensors_not_the_cpu(build):
     assert not meta.ok and meta.error.endswith("(masking_utils.py:292)")
     fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs[0] == ("logits", ("B", "T", "128"))
+
+
+def test_an_encoder_decoder_keeps_source_and_target_lengths_apart(build):
+    """The source side runs over S, the target side over T (torch.nn.Transformer's names): one T for both would tie
+    the lengths, and a cross-attention's T x S scores would read T x T."""
+    model = build("bart")
+    d = _found(model)
+    assert d.texts() == ("input_ids:int64[B,S]", "decoder_input_ids:int64[B,T]")
+    assert (d.bound("S").maximum, d.bound("T").maximum) == (256, 256)           # config.max_position_embeddings
+    assert d.hints()["S"] != d.hints()["T"]
+    fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
+    assert fake.ok and dict(fake.outputs)["encoder_last_hidden_state"] == ("B", "S", "64")
+    assert dict(fake.outputs)["logits"] == ("B", "T", "128")
+
+
+def test_src_and_tgt_of_a_plain_module_get_their_own_lengths():
+    from fixtures.contractions import seq2seq
+    d = _found(seq2seq())
+    assert d.texts() == ("src:int64[B,S]", "tgt:int64[B,T]")
+    assert _meta(seq2seq(), d)[-1].outputs == (("output", ("3", "17", "60")),)
 
 
 class Stereo(nn.Module):
