@@ -259,7 +259,9 @@ def checkpoint_format(r) -> str:
 def cost_tex(expr: str) -> str:
     """A cost formula in LaTeX, its coefficients grouped: 6{,}144\\,B\\,T^{2}+16{,}515{,}072\\,B\\,T."""
     import sympy
-    e = sympy.sympify(expr)
+
+    from atlas.expressions import parse
+    e = parse(expr)
     terms = sympy.Add.make_args(sympy.expand(e))
     parts = []
     for term in sorted(terms, key=lambda t: (-sympy.Poly(t, *sorted(e.free_symbols, key=str)).total_degree()
@@ -294,7 +296,9 @@ def si(value: float, unit: str) -> str:
 
 def at_reference(expr: str, reference) -> float:
     import sympy
-    e = sympy.sympify(expr)
+
+    from atlas.expressions import parse
+    e = parse(expr)
     return float(e.subs({sympy.Symbol(k): v for k, v in reference}))
 
 

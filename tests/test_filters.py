@@ -18,3 +18,13 @@ def test_md_text_is_inert():
 
 def test_md_code_backticks():
     assert filters.md_code("a`b") == "``a`b``"
+
+
+def test_cost_formulas_in_symbols_sympy_reads_as_its_own_names():
+    """S (an encoder-decoder's source length) is sympy's singleton registry to sympify, N its numeric evaluation,
+    E Euler's number: each a dim here, printed and evaluated as one."""
+    assert filters.cost_tex("512*B*S**2 + 64*B*S*T") == r"512\,B\,S^{2}+64\,B\,S\,T"
+    assert filters.at_reference("512*B*S**2 + 64*B*S*T", (("B", 2), ("S", 3), ("T", 5))) == 2 * (512 * 9 + 64 * 15)
+    assert filters.at_reference("N*E + floor(I/2)", (("N", 3), ("E", 4), ("I", 7))) == 15
+    from atlas.equations.lowering import same_size
+    assert same_size("2*S", "S + S") and not same_size("S", "T")

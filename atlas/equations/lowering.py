@@ -13,6 +13,7 @@ import sympy
 from atlas.equations import ops_nn as n
 from atlas.equations.arguments import Bound, bind
 from atlas.equations.nodes import Node, Num, SizeOf
+from atlas.expressions import parse
 from atlas.trace.structures import OpEvent, Ref, Size
 
 
@@ -157,4 +158,4 @@ def same_size(a, b) -> bool:
         return False
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
+    return sympy.expand(parse(a) - parse(b)) == 0
