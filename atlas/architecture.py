@@ -398,10 +398,14 @@ def _vocabulary(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trai
     return [best] if best else []
 
 
+def stated_contexts(config) -> list[tuple[str, int]]:
+    """The config's position limits, (field, value), in CONTEXT_FIELDS order; 0 and -1 (XLNet: none) are no limit."""
+    values = [(name, getattr(config, name, None)) for name in CONTEXT_FIELDS]
+    return [(name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+
+
 def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
-    config = getattr(model, "config", None)
-    stated = [Trait(getattr(config, name), None, name) for name in CONTEXT_FIELDS
-              if isinstance(getattr(config, name, None), int) and getattr(config, name) > 0]
+    stated = [Trait(value, None, name) for name, value in stated_contexts(getattr(model, "config", None))]
     if stated:
         return stated
     if root is None:

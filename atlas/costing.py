@@ -8,7 +8,7 @@ from dataclasses import replace
 import sympy
 from torch import nn
 
-from atlas.architecture import CONTEXT_FIELDS
+from atlas.architecture import stated_contexts
 from atlas.model import Cost, CostSummary, ModelDoc
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
 from atlas.trace.shapes import first_call_of, record_of
@@ -21,8 +21,7 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None) -> tu
     `atlas_reference_sizes`, else B = 1 and T (and an encoder-decoder's source length S) = 1024, within the config's
     position limit; images 224 × 224."""
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
-    config = getattr(model, "config", None)
-    limit = next((getattr(config, f) for f in CONTEXT_FIELDS if isinstance(getattr(config, f, None), int)), None)
+    limit = next((value for _, value in stated_contexts(getattr(model, "config", None))), None)
     out = []
     for sym in symbols:
         size = declared.get(sym, REFERENCE.get(sym, 16))

@@ -241,8 +241,9 @@ def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], Text]:
 # -- the usual names ----------------------------------------------------------------------------------------
 
 def _cfg(config, *names):
-    """The first integer (or int pair) among config fields, with its field name; the text, vision and audio
-    sub-configs of a multimodal config too."""
+    """The first positive integer (or pair of them) among config fields, with its field name; the text, vision and
+    audio sub-configs of a multimodal config too. A size of 0 or -1 is no size: XLNet's max_position_embeddings
+    is -1, "no limit"."""
     sources = [config]
     if config is not None and hasattr(config, "get_text_config"):
         try:
@@ -255,8 +256,8 @@ def _cfg(config, *names):
             value = getattr(source, n, None) if source is not None else None
             if isinstance(value, bool):
                 continue
-            if isinstance(value, int) or (isinstance(value, (list, tuple)) and len(value) == 2
-                                          and all(isinstance(v, int) for v in value)):
+            if (isinstance(value, int) and value > 0) or (isinstance(value, (list, tuple)) and len(value) == 2
+                                                          and all(isinstance(v, int) and v > 0 for v in value)):
                 return value, n
     return None, None
 

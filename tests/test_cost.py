@@ -161,3 +161,27 @@ def test_torch_multi_head_attention_flops_equal_flop_counter(name, total):
     flops = sympy.sympify(doc.cost.flops, locals={"B": B, "T": T, "S": S})
     assert sympy.expand(flops - total(B, T, S)) == 0
     assert "multi_head_attention_forward" not in doc.cost.uncounted
+
+
+def test_a_negative_position_limit_is_no_limit():
+    """XLNet's config says max_position_embeddings = -1 ("no limit"): pages were evaluated at T = -1, and a
+    negative FLOP count printed. A limit is a positive size; discovery bounds T by none either."""
+    from types import SimpleNamespace
+
+    from atlas.costing import reference_sizes
+    from atlas.discover import discover
+
+    class Unlimited(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = SimpleNamespace(max_position_embeddings=-1, n_ctx=0, vocab_size=128)
+            self.embedding = torch.nn.Embedding(128, 8)
+
+        def forward(self, input_ids):
+            return self.embedding(input_ids)
+    model = Unlimited()
+    assert reference_sizes(model, ("B", "T")) == (("B", 1), ("T", 1024))
+    assert discover(model).texts() == ("input_ids:int64[B,T]",) and discover(model).bound("T") is None
+    model.config.n_positions = 512
+    assert reference_sizes(model, ("B", "T")) == (("B", 1), ("T", 512))
+    assert discover(model).bound("T").maximum == 512
