@@ -118,6 +118,19 @@ def _escalate(model, tried: _Try, disc, fixed, bounds, vocab, repeats) -> tuple[
     return tried, disc
 
 
+def _limits(disc, bounds: dict, symbols) -> dict:
+    """(low, high) per symbol for probes at concrete sizes: what discovery found the code needs (a conv stack's
+    smallest input, twice a window) and --dim's bounds."""
+    out = {}
+    for s in symbols:
+        b = disc.bound(s) if disc is not None else None
+        low, high = bounds.get(s, (None, None))
+        lows = [x for x in (low, b and b.minimum, b and b.hint) if x is not None]
+        highs = [x for x in (high, b and b.maximum) if x is not None]
+        out[s] = (max(lows, default=None), min(highs, default=None))
+    return out
+
+
 def _hints(specs, symbols, given: dict, bounds: dict) -> dict:
     hints = {}
     for i, s in enumerate(symbols):
@@ -182,7 +195,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                          "sizes and the equations are written, and checked, at %(sizes)s",
                          symbols=", ".join(trace.specialized_at) or ", ".join(trace.specialized),
                          sizes=", ".join(f"{s} = {trace.hints[s]}" for s in trace.specialized if s in trace.hints)))
-        shaped = probes.derive(model, doc, list(texts), budget_bytes)
+        shaped = probes.derive(model, doc, list(texts), budget_bytes, _limits(disc, bounds, symbols))
         comps = []
         for comp in shaped.components:               # parts the forward never calls get a record of their own
             if trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
@@ -194,8 +207,9 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                        _root_failure(shaped, None))
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
-        shaped = probes.derive(model, doc, list(texts), budget_bytes)
-        probe = {s: probes.PROBE_VALUES[i][0] for i, s in enumerate(symbols)}
+        limits = _limits(disc, bounds, symbols)
+        shaped = probes.derive(model, doc, list(texts), budget_bytes, limits)
+        probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
         concrete = probes.concrete_record(model, specs, probe, budget_bytes)
         failure = _root_failure(shaped, first_error or why)
         if failure is None and probe:

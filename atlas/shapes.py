@@ -28,7 +28,27 @@ log = logging.getLogger("atlas")
 
 # Each symbol takes one value per probe; the k-th symbol uses the k-th sequence.
 # Even T values keep T/2 whole; three probes tell a*S + b from a*S1*S2.
-PROBE_VALUES = ((2, 3, 5), (6, 10, 14), (4, 8, 12), (9, 15, 21), (7, 11, 13))
+# Each symbol's size at each probe. A formula is solved on the first probes and must hold on every one: the
+# fourth is there to refute a fit the first three allow by coincidence (Longformer's length padded to its window,
+# ceil(T/8)*8, at (B, T) = (2, 6), (3, 10), (5, 14) is 8, 16, 16, which -8*B + 4*T fits too; at (7, 19) it is 24).
+PROBE_VALUES = ((2, 3, 5, 7), (6, 10, 14, 19), (4, 8, 12, 17), (9, 15, 21, 26), (7, 11, 13, 23))
+
+
+def probe_sizes(symbols, limits: dict | None = None) -> list[dict[str, int]]:
+    """The sizes of every probe: one dict per probe, a size per symbol. `limits`: (low, high) per symbol, the
+    smallest size the code takes (a conv stack's receptive field, twice an attention window) and the largest (a
+    position table); a symbol's probes move up to start at its low, or down to end at its high."""
+    if len(symbols) > len(PROBE_VALUES):
+        raise inputs_mod.AtlasError(f"at most {len(PROBE_VALUES)} symbolic dims are supported, got {list(symbols)}")
+    columns = {}
+    for i, sym in enumerate(symbols):
+        values = PROBE_VALUES[i]
+        low, high = (limits or {}).get(sym, (None, None))
+        shift = max(0, (low or 0) - values[0])
+        if high is not None and values[-1] + shift > high:
+            shift = high - values[-1]
+        columns[sym] = [max(2, v + shift) for v in values]
+    return [{sym: columns[sym][k] for sym in symbols} for k in range(len(PROBE_VALUES[0]))]
 MAX_DENOMINATOR = 8
 DEFAULT_BUDGET_BYTES = 2 * 1024**3
 
@@ -115,7 +135,7 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
     names = list(probes[0])
     syms = {n: sympy.Symbol(n, positive=True, integer=True) for n in names}
     monomials = [syms[n] for n in names] + [a * b for a, b in combinations_with_replacement(syms.values(), 2)]
-    found = []
+    found, floored = [], []
     for mono in monomials:
         xs = [int(mono.subs({syms[n]: p[n] for n in names})) for p in probes]
         if xs[1] == xs[0]:
@@ -126,6 +146,9 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
             continue
         if all(a * x + b == v for x, v in zip(xs, values)):
             found.append(a * mono + b)
+        elif a.q > 1 and all(sympy.floor(a * x + b) == v for x, v in zip(xs, values)):
+            floored.append(sympy.floor(a * mono + b))       # a pool or a stride: floor(T/2), on odd sizes too
+    found += floored
     if not found:
         found = _fit_pairs(values, probes, monomials, syms, names)
     if not found:
@@ -137,7 +160,7 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
 
 
 def _fit_pairs(values, probes, monomials, syms, names) -> list:
-    """a1*m1 + a2*m2, solved on two probes and checked on the third (e.g. B*T + B)."""
+    """a1*m1 + a2*m2, solved on two probes and checked on the others (e.g. B*T + B)."""
     found = []
     for i, m1 in enumerate(monomials):
         for m2 in monomials[i + 1:]:
@@ -297,8 +320,9 @@ def concrete_record(model: nn.Module, specs, probe: dict, budget_bytes: int):
 
 
 def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
-           budget_bytes: int = DEFAULT_BUDGET_BYTES) -> ModelDoc:
-    """Return the doc with shapes on every component, from concrete probes and fitting."""
+           budget_bytes: int = DEFAULT_BUDGET_BYTES, limits: dict | None = None) -> ModelDoc:
+    """Return the doc with shapes on every component, from concrete probes (within `limits`, see probe_sizes)
+    and fitting."""
     vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
     texts = list(declared or getattr(model, "atlas_inputs", None) or ())
     dim_names = DimNames(vocab.symbols, vocab.fixed)
@@ -307,9 +331,7 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
             "no example inputs: the model declares no atlas_inputs and none were given with --input")),
             dim_names, ())
     specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
-    if len(symbols) > len(PROBE_VALUES):
-        raise inputs_mod.AtlasError(f"at most {len(PROBE_VALUES)} symbolic dims are supported, got {symbols}")
-    probes = [{s: PROBE_VALUES[i][k] for i, s in enumerate(symbols)} for k in range(3)]
+    probes = probe_sizes(symbols, limits)
     target, method, note = model, "meta", None
     try:
         runs = _run(model, specs, probes, "meta", doc)
@@ -377,10 +399,9 @@ def _own_probes(module: nn.Module, texts, vocab, method: str) -> list:
     """A component the model's forward() never calls, probed with example inputs of its own."""
     try:
         specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
-        probes = [{s: PROBE_VALUES[i][k] for i, s in enumerate(symbols)} for k in range(3)]
-        return [run.get(id(module)) for run in _run(module, specs, probes, method)]
+        return [run.get(id(module)) for run in _run(module, specs, probe_sizes(symbols), method)]
     except Exception:  # the component keeps its "not called" note
-        return [None, None, None]
+        return [None] * len(PROBE_VALUES[0])
 
 
 def _all(doc: ModelDoc, shapes: Shapes, dim_names: DimNames, texts: tuple[str, ...]) -> ModelDoc:

@@ -9,6 +9,7 @@ import linecache
 import weakref
 
 import sympy
+import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -54,6 +55,32 @@ def test_state_kept_on_modules_is_put_back(capsys):
     document(loaded, Settings(cost=False))
     assert all(layer.state is None for layer in loaded.model.layers)
     copy.deepcopy(loaded.model)                             # nothing with symbolic sizes was left behind
+
+
+def test_hooks_a_forward_installs_behind_a_flag_are_put_back_with_it():
+    """The flag and the hooks go together: runs after the first find neither, install both once, and collect one
+    output per block (SegFormer's decode head got every stage twice and failed on its second run)."""
+    loaded = load(f"{SPEC}:captures_once")
+    for _ in range(2):
+        doc = document(loaded, Settings(cost=False))
+        assert [d.symbol or d.value for d in doc.root.shapes.outputs[0].dims] == [2, "B", 4]
+        assert all(c.equations.verification.verified for c in doc.components)
+    assert not any(block._forward_hooks for block in loaded.model.blocks)
+    assert not hasattr(loaded.model, "hooks_installed")
+
+
+def test_a_child_gets_the_flag_the_data_decided_as_recorded(capsys):
+    """The flag is u0 == 1 over a data-dependent u0, assumed false when recorded: the child's check gets it false,
+    as the record had it (it was not run: float() of an Equality)."""
+    data, _ = _describe(capsys, "flagged")
+    assert [c["verification"]["verified"] for c in data["components"]] == [True, True, True]
+
+
+def test_nan_only_where_forward_gives_it():
+    from atlas.equations.verify import _nan_only_in
+    nan = float("nan")
+    assert _nan_only_in([torch.tensor([nan, 1.0, nan])], [torch.tensor([0.5, 1.0, nan])]) == (1, 3)
+    assert _nan_only_in([torch.tensor([1.0]), torch.tensor([3])], [torch.tensor([nan]), torch.tensor([3])]) is None
 
 
 def test_writes_through_views_reach_the_base(capsys):

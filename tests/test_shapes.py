@@ -73,7 +73,7 @@ def test_tuple_dict_outputs_and_expressions():
     doc = describe("shapes")
     root = doc.root.shapes
     assert [t.name for t in root.outputs] == ["output[0]", "output[1]"]
-    assert [d.symbol or d.value for d in root.outputs[0].dims] == ["B", "T/2", 4]
+    assert [d.symbol or d.value for d in root.outputs[0].dims] == ["B", "floor(T/2)", 4]    # odd T too
     assert [d.symbol or d.value for d in root.outputs[1].dims] == ["B*T + B", 4]
     split = doc.component("split").shapes
     assert [t.name for t in split.outputs] == ["output['a']", "output['b']"]
@@ -138,3 +138,25 @@ def test_70b_config_stays_on_meta():
     assert all(p.device.type == "meta" for p in loaded.model.parameters())
     q = doc.component("layers.self_attn.q_proj").shapes
     assert q.method == "meta" and [d.value or d.symbol for d in q.outputs[0].dims] == ["B", "T", 8192]
+
+
+def test_a_fit_must_hold_at_every_probe():
+    """Longformer pads T up to a multiple of its window: ceil(T/8)*8 is 8, 16, 16 at (B, T) = (2, 6), (3, 10),
+    (5, 14), which -8*B + 4*T fits too. The fourth probe refutes it: no formula fits, and the page says so."""
+    from atlas import inputs as inputs_mod
+    from atlas.shapes import fit, probe_sizes
+    vocab = inputs_mod.vocabulary(None, None)
+    probes = probe_sizes(["B", "T"])
+    assert len(probes) == 4
+    padded = [-(-p["T"] // 8) * 8 for p in probes]
+    assert padded[:3] == [8, 16, 16] and fit(padded, probes, vocab).symbol == "?"
+    assert fit([p["T"] // 2 for p in probes], probes, vocab).symbol == "floor(T/2)"
+    assert fit([p["B"] * p["T"] + 1 for p in probes], probes, vocab).symbol == "B*T + 1"
+
+
+def test_probes_start_where_the_code_needs_them():
+    """A window of 8 wants T >= 16, a position table T <= 20: the probes move into that range."""
+    from atlas.shapes import probe_sizes
+    assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [16, 20, 24, 29]
+    assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (None, 15)})] == [2, 6, 10, 15]
+    assert [p["B"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [2, 3, 5, 7]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 
 import torch
+from sympy.logic.boolalg import Boolean
 from torch import nn
 
 from atlas.errors import where
@@ -48,6 +49,8 @@ class CheckInputs:
         if isinstance(s, (int, float)):
             return s
         value = s.subs({sym: self.sizes[str(sym)] for sym in s.free_symbols if str(sym) in self.sizes})
+        if isinstance(value, Boolean):              # a comparison of sizes the code made (T % 8 == 0)
+            return bool(value)
         return int(value) if value.is_Integer else float(value)
 
     def tensor(self, value, name: str):

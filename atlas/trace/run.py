@@ -75,18 +75,43 @@ def _guard_listener(rec: Recorder, si: SymbolicInputs):
 
 @contextlib.contextmanager
 def kept_state(model: nn.Module):
-    """Every module's plain attributes as they were before the run: a forward that keeps a cache on the module
-    (`self.state = h`) must not leave fake tensors with symbolic sizes behind for later copies and runs."""
-    saved = [(m, dict(m.__dict__)) for m in model.modules()]
+    """Every module's plain attributes as they were before the run, and what its containers (hook dicts, dicts,
+    lists, sets) held: a forward that keeps a cache on the module (`self.state = h`) must not leave fake tensors
+    with symbolic sizes behind for later copies and runs; and one that installs hooks behind a flag it sets
+    (transformers' hidden-states capture) must not find the hooks without the flag next time, and add them twice."""
+    saved = [(m, dict(m.__dict__), _contents(m.__dict__)) for m in model.modules()]
     try:
         yield
     finally:
-        for m, before in saved:
+        for m, before, held in saved:
             for key in [k for k in m.__dict__ if k not in before]:
                 del m.__dict__[key]
             for key, value in before.items():
                 if m.__dict__.get(key) is not value:
                     m.__dict__[key] = value
+            for container, items in held:
+                _put_back(container, items)
+
+
+def _contents(attrs: dict) -> list:
+    """(container, a copy of its items) for each container among a module's attributes; an empty one keeps no copy."""
+    return [(v, v.copy() if v else None) for v in attrs.values() if isinstance(v, (dict, list, set))]
+
+
+def _put_back(container, items) -> None:
+    if items is None:
+        if container:
+            container.clear()
+    elif isinstance(container, dict):
+        if container.keys() != items.keys() or any(container[k] is not v for k, v in items.items()):
+            container.clear()
+            container.update(items)
+    elif isinstance(container, list):
+        if len(container) != len(items) or any(a is not b for a, b in zip(container, items)):
+            container[:] = items
+    elif container != items:
+        container.clear()
+        container.update(items)
 
 
 @contextlib.contextmanager

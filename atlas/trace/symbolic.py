@@ -79,6 +79,8 @@ class AssumingShapeEnv(ShapeEnv):
         out = {}
         for sym, value in self.real_tensor_prop_unbacked_vals.items():
             out[str(sym)] = int(value) if value.is_Integer else (bool(value) if value.is_Boolean else float(value))
+            if isinstance(sym, sympy.Eq) and sym.rhs == 1 and sym.lhs.is_Symbol and value.is_Boolean:
+                out[str(sym.lhs)] = int(bool(value))    # a data-dependent bool is u0 == 1 over an int u0
         return out
 
     def _assume(self, value, kind: str):
