@@ -22,5 +22,9 @@ def parse(text) -> sympy.Expr:
         return text
     if isinstance(text, (int, float)):
         return sympy.sympify(text)
-    names = {n: sympy.Symbol(n) for n in _NAME.findall(str(text))}
-    return parse_expr(str(text), local_dict=names)
+    return parse_expr(str(text), local_dict={n: sympy.Symbol(n) for n in symbol_names(text)})
+
+
+def symbol_names(text) -> list[str]:
+    """The names in an expression's text that are not called as functions, each once, in order: "floor(T/2)" -> T."""
+    return list(dict.fromkeys(_NAME.findall(str(text))))

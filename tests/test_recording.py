@@ -76,6 +76,15 @@ def test_a_child_gets_the_flag_the_data_decided_as_recorded(capsys):
     assert [c["verification"]["verified"] for c in data["components"]] == [True, True, True]
 
 
+def test_a_value_named_like_a_size_symbol_gets_a_name_of_its_own():
+    """One symbol never names two values on a page: the batch is B, so the code's B is B'."""
+    doc = document(load(f"{SPEC}:names_its_value_b"), Settings(cost=False))
+    names = {s.key: s.tex for s in doc.root.equations.symbols}
+    assert names["v1"] == "B'" and "B" not in names.values()
+    assert [d.symbol for d in doc.root.equations.steps[0].shape[:2]] == ["B", "T"]      # the batch keeps B
+    assert doc.root.equations.verification.verified
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")

@@ -24,6 +24,7 @@ from atlas.equations.program import Program, Step
 from atlas.equations.select import select
 from atlas.equations.verify import is_mismatch, verify
 from atlas.errors import AtlasError
+from atlas.expressions import symbol_names
 from atlas.i18n import msg
 from atlas.model import Component, EquationStatus, Equations, ModelDoc, ShapeStatus
 from atlas.trace.shapes import first_call_of, record_of
@@ -74,21 +75,28 @@ def leaf_program(module: nn.Module, call) -> Program:
 
 def program_for(module: nn.Module, comp: Component, call, title_of=None, chained: bool = False) -> tuple[Program, EquationStatus]:
     lines = getattr(type(module), "atlas_equations", None)
+    dims = _dim_symbols(comp)
     if lines:
         names = [t.name for t in comp.shapes.inputs]
         prog = override.program(module, lines, names)
-        naming.name(prog)
+        naming.name(prog, reserved=dims)
         return prog, EquationStatus.OVERRIDE
     if leaves.builder_for(module) is not None:
         prog = leaf_program(module, call)
-        naming.name(prog)
+        naming.name(prog, reserved=dims)
         return prog, EquationStatus.DERIVED
     b = Builder(call, module, title_of)
     draft = b.build()
     select(draft)
     carried = _carried(comp, draft) if chained else None
-    naming.name(draft.prog, draft, carried)
+    naming.name(draft.prog, draft, carried, reserved=dims)
     return draft.prog, EquationStatus.DERIVED
+
+
+def _dim_symbols(comp: Component) -> tuple[str, ...]:
+    """The symbols the component's shapes are written in (B, T): the page's names for sizes, taken by nothing else."""
+    texts = [d.symbol or "" for t in (*comp.shapes.inputs, *comp.shapes.outputs) for d in t.dims]
+    return tuple(dict.fromkeys(n for text in texts for n in symbol_names(text)))
 
 
 def _carried(comp: Component, draft) -> str | None:

@@ -32,9 +32,10 @@ def _param_tex(sym, siblings: dict) -> str:
     return subscripted(tex, sym.role) if sym.role else tex
 
 
-def name(prog: Program, draft=None, carried: str | None = None) -> None:
-    """Give every symbol of the program its page name (Symbol.tex) and stream."""
-    used: dict[str, str] = {}                  # tex -> key
+def name(prog: Program, draft=None, carried: str | None = None, reserved: tuple[str, ...] = ()) -> None:
+    """Give every symbol of the program its page name (Symbol.tex) and stream. `reserved`: the page's size symbols
+    (B, T): a value the code calls B (Mamba's input matrix) is B' beside the batch B."""
+    used: dict[str, str] = {sym: f"dim.{sym}" for sym in reserved}     # tex -> key
 
     def claim(key: str, tex: str) -> str:
         n, candidate = 0, tex
@@ -99,7 +100,7 @@ def name(prog: Program, draft=None, carried: str | None = None) -> None:
         if isinstance(step.node, Loop):
             tex = "{" + sym.stem + "}_{" + str(step.node.meta["count"]) + "}"
         earlier = used.get(tex)
-        if earlier is not None and sym.section and syms[earlier].section != sym.section:
+        if earlier in syms and sym.section and syms[earlier].section != sym.section:
             tex = subscripted(tex, _role(sym.section, draft))
         owner_of[step.key] = claim(step.key, tex)
         sym.stream = stream_of(sym.base or "") if sym.base else None
