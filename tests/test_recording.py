@@ -85,6 +85,18 @@ def test_a_value_named_like_a_size_symbol_gets_a_name_of_its_own():
     assert doc.root.equations.verification.verified
 
 
+def test_upsampling_keeps_its_sizes_symbolic(capsys):
+    """F.interpolate to a size (its composite kernel refused symbolic sizes) and by a scale (its Python pinned every
+    size to its hint): both run through aten's decompositions, and the record stays a formula in B, H, W."""
+    data, err = _describe(capsys, "upsampler")
+    assert "needs exact values" not in err and "failed" not in err, err
+    root = data["components"][0]
+    assert [d.get("symbol", d) if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == \
+        ["B", 4, "2*H", "2*W"]
+    assert data["cost_reference"]["pinned"] == {}
+    assert all(c["verification"]["verified"] for c in data["components"])
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from atlas.trace import upsample
 from atlas.trace.structures import Call, OpEvent, Ref, Site, Size, Value
 from atlas.trace.structures import refs as _refs
 
@@ -460,6 +461,10 @@ def _call(func, short: str, args, kwargs):
         args = (args[0].detach(), *args[1:]) if isinstance(args[0], torch.Tensor) else args
         with torch.no_grad():
             return decomposition_table[getattr(torch.ops.aten, short).input](*args, **kwargs)
+    if short == "interpolate" and args and upsample.symbolic(args[0]):
+        out = upsample.interpolate(*args, **kwargs)
+        if out is not None:
+            return out
     return func(*args, **kwargs)
 
 
