@@ -36,6 +36,17 @@ def _ranked(rank: int | None, options: list[tuple]) -> list[tuple]:
     return same + [o for o in options if len(o) != rank]
 
 
+_SEQUENCE = (nn.MultiheadAttention, nn.RNNBase, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
+
+
+def _sequence_layer(model: nn.Module) -> tuple[str, bool] | None:
+    """The first torch.nn layer in module order that takes sequences: its path, and whether the batch comes first."""
+    for path, m in model.named_modules():
+        if isinstance(m, _SEQUENCE):
+            return path, bool(getattr(m, "self_attn", m).batch_first)
+    return None
+
+
 def _seq(batch_first: bool, width: int) -> tuple:
     return ("B", "T", width) if batch_first else ("T", "B", width)
 
@@ -60,8 +71,14 @@ def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[C
         because = msg("%(layer)s: integer indices below %(setting)s", layer=where, setting=setting)
         return [Candidate("int64", d, because, 0, m.num_embeddings) for d in dims]
     if isinstance(m, nn.Linear):
-        return [Candidate(float_dtype, d, _says(where, f"in_features = {m.in_features}"))
-                for d in _ranked(rank, [("B", m.in_features), ("B", "T", m.in_features)])]
+        options, because = [("B", m.in_features), ("B", "T", m.in_features)], _says(where, f"in_features = {m.in_features}")
+        seq = _sequence_layer(model) if rank is None else None
+        if seq is not None:              # a Linear in front of attention or an RNN: one vector per position
+            path, batch_first = seq
+            options = [_seq(batch_first, m.in_features), ("B", m.in_features)]
+            because = msg("%(first)s; a sequence of them, as %(layer)s in the model takes sequences (%(flag)s)",
+                          first=because, layer=_code(path), flag=f"batch_first={batch_first}")
+        return [Candidate(float_dtype, d, because) for d in _ranked(rank, options)]
     if isinstance(m, nn.Bilinear):
         return [Candidate(float_dtype, d, _says(where, f"in1_features = {m.in1_features}"))
                 for d in _ranked(rank, [("B", m.in1_features), ("B", "T", m.in1_features)])]

@@ -155,7 +155,24 @@ class DropFirst(nn.Module):
         return self.fc(self.drop(h))
 
 
+class ProjectThenAttend(nn.Module):
+    """A Linear in front of torch's encoder and an LSTM, sequence first: its input is [T, B, 16], not [B, 16]
+    (which torch takes as one unbatched sequence, B read as positions)."""
+
+    def __init__(self, batch_first: bool = False):
+        super().__init__()
+        self.inp = nn.Linear(16, 32)
+        self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=batch_first), 1,
+                                         enable_nested_tensor=False)
+        self.rnn = nn.LSTM(32, 32, batch_first=batch_first)
+
+    def forward(self, src):
+        return self.rnn(self.enc(self.inp(src)))[0]
+
+
 @pytest.mark.parametrize("model, first", [
+    (ProjectThenAttend(), "src:float32[T,B,16]"),
+    (ProjectThenAttend(batch_first=True), "src:float32[B,T,16]"),
     (DropFirst(), "x:float32[B,6]"),
     (Blocks(), "x:float32[B,T,8]"),                                      # a loop over a ModuleList
     (Helper(), "x:float32[B,7]"),                                         # a helper method
