@@ -226,6 +226,9 @@ LEAVES = [
     (nn.MultiheadAttention(8, 2, batch_first=True), None), (nn.MultiheadAttention(8, 2, bias=False), None),
     (nn.LSTM(5, 6, num_layers=2, batch_first=True), "float32[B,T,5]"), (nn.GRU(5, 6, bidirectional=True), "float32[T,B,5]"),
     (nn.RNN(5, 6), "float32[T,B,5]"), (nn.MaxPool2d(2), "float32[B,3,T,6]"), (nn.AdaptiveAvgPool1d(1), "float32[B,3,T]"),
+    # one unbatched sequence, [T, features]: torch runs it as a batch of one, whatever batch_first says
+    (nn.LSTM(5, 6, num_layers=2, batch_first=True), "float32[T,5]"), (nn.GRU(5, 6, bidirectional=True), "float32[T,5]"),
+    (nn.MultiheadAttention(8, 2, batch_first=True), "unbatched"),
 ]
 
 
@@ -238,7 +241,7 @@ def _leaf_doc(module, inputs):
 @pytest.mark.parametrize("module,shape", LEAVES, ids=lambda v: type(v).__name__ if isinstance(v, nn.Module) else "")
 def test_leaf_registry(module, shape):
     if isinstance(module, nn.MultiheadAttention):
-        order = "B,T" if module.batch_first else "T,B"
+        order = "T" if shape == "unbatched" else "B,T" if module.batch_first else "T,B"
         inputs = [f"query:float32[{order},8]", f"key:float32[{order},8]", f"value:float32[{order},8]"]
     else:
         inputs = [f"input:{shape}"]

@@ -32,6 +32,9 @@ class MHAOp(Node):
 
     def run(self, ev, q, k, v, wq, wk, wv, bq, bk, bv, wo, bo):
         heads, batch_first = self.meta["heads"], self.meta["batch_first"]
+        unbatched = q.dim() == 2                # one sequence [T, E]: torch runs it as a batch of one, sequence first
+        if unbatched:
+            q, k, v, batch_first = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), False
         if not batch_first:
             q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
         B, T, S = q.shape[0], q.shape[1], k.shape[1]
@@ -50,6 +53,8 @@ class MHAOp(Node):
             o = o + bo
         if not batch_first:
             o = o.transpose(0, 1)
+        if unbatched:
+            return o.squeeze(1), A.mean(1).squeeze(0)
         return o, A.mean(1)
 
 

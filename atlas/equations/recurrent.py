@@ -34,7 +34,13 @@ class Scan(Node):
 
     def run(self, ev, x, h0, mod):
         kind, cell = self.meta["kind"], self.meta["cell"]
-        if mod.batch_first:
+        unbatched = x.dim() == 2                # one sequence [T, in]: torch runs it as a batch of one
+        batch_first = mod.batch_first and not unbatched
+        if unbatched:
+            x = x.unsqueeze(1)
+            if h0 is not None:
+                h0 = tuple(h.unsqueeze(1) for h in h0) if kind == "LSTM" else h0.unsqueeze(1)
+        if batch_first:
             x = x.transpose(0, 1)
         T, B = x.shape[0], x.shape[1]
         dirs = 2 if mod.bidirectional else 1
@@ -66,9 +72,11 @@ class Scan(Node):
                 finals_h.append(h)
                 finals_c.append(c)
             inp = torch.cat(outs, dim=-1)
-        out = inp.transpose(0, 1) if mod.batch_first else inp
-        hn = torch.stack(finals_h)
-        return (out, (hn, torch.stack(finals_c))) if kind == "LSTM" else (out, hn)
+        out = inp.transpose(0, 1) if batch_first else inp
+        hn, cn = torch.stack(finals_h), torch.stack(finals_c)
+        if unbatched:
+            out, hn, cn = out.squeeze(1), hn.squeeze(1), cn.squeeze(1)
+        return (out, (hn, cn)) if kind == "LSTM" else (out, hn)
 
 
 def recurrent(b: LeafBuilder, x, h0=None, *rest):
