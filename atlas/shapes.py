@@ -19,6 +19,7 @@ import sympy
 import torch
 from torch import nn
 
+from atlas import buffer_values
 from atlas import inputs as inputs_mod
 from atlas.errors import where
 from atlas.i18n import msg
@@ -258,17 +259,18 @@ def _repeat_wrappers(model: nn.Module, doc: ModelDoc) -> list:
 
 
 def _cpu_copy(model: nn.Module) -> nn.Module:
-    """A CPU copy with made-up weights. Its buffers keep their values where the model has them; on the meta device,
-    where it has none, integer buffers are zeros (a buffer of position ids indexes a table: left as uninitialized
+    """A CPU copy with made-up weights. Its buffers keep their values where the model has them (on the meta device,
+    those its constructor made from Python data, atlas/buffer_values.py); elsewhere integer buffers are zeros (a buffer of position ids indexes a table: left as uninitialized
     memory it indexes out of range), flags are set and floats small."""
     cpu = copy.deepcopy(model).to_empty(device="cpu")
+    known = buffer_values.known(model)
     with torch.no_grad():
         for p in cpu.parameters():
             if p.is_floating_point():
                 p.normal_(0.0, 0.02)
-        for own, copied in zip(model.buffers(), cpu.buffers()):
-            if own.device.type != "meta":
-                copied.copy_(own)
+        for name, copied in cpu.named_buffers():
+            if name in known:
+                copied.copy_(known[name])
             elif copied.is_floating_point() or copied.is_complex():
                 copied.normal_(0.0, 0.02)
             else:

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from atlas import buffer_values
 from atlas.errors import SpecError
 
 DEFAULT_SPEC = "atlas.zoo.ldlm:ldlm"
@@ -80,8 +81,9 @@ def load(spec: str, device: str = "meta") -> Loaded:
     if isinstance(factory, nn.Module):
         model = factory
     elif callable(factory):
+        watch = buffer_values.Watch()
         try:
-            with torch.device(device):
+            with torch.device(device), watch:
                 model = factory()
         except Exception as exc:
             raise SpecError(f"SPEC {spec!r}: {attr}() raised {_last_frame(exc)}") from None
@@ -89,6 +91,8 @@ def load(spec: str, device: str = "meta") -> Loaded:
         raise SpecError(f"SPEC {spec!r}: {attr} is a {type(factory).__name__}, not a callable")
     if not isinstance(model, nn.Module):
         raise SpecError(f"SPEC {spec!r}: {attr}() returned {type(model).__name__}, not a torch.nn.Module")
+    if callable(factory) and not isinstance(factory, nn.Module):
+        watch.keep(model)
     return Loaded(spec=display_spec(target, attr), model=model, source_file=getattr(module, "__file__", None))
 
 

@@ -97,6 +97,24 @@ def test_upsampling_keeps_its_sizes_symbolic(capsys):
     assert all(c["verification"]["verified"] for c in data["components"])
 
 
+def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
+    """Built on the meta device, the buffers have no values; the CPU copies that check the equations and run the
+    fallback probes get the ones the constructor computed (zeros broke EnCodec: a conv padded by 0, "too small")."""
+    from atlas import buffer_values
+    from atlas.equations.verify import materialize
+    from atlas.shapes import _cpu_copy
+    model = load(f"{SPEC}:sizes_in_buffers").model
+    assert model.padding_total.device.type == "meta"
+    known = buffer_values.known(model)
+    assert sorted(known) == ["inv_freq", "kernel_size", "padding_total", "position_ids"]     # no weight
+    assert (int(known["kernel_size"]), int(known["padding_total"])) == (3, 2)
+    assert torch.equal(known["position_ids"], torch.arange(8).expand((1, -1)))
+    assert torch.allclose(known["inv_freq"], torch.tensor([1.0, 0.01]))
+    for copy_ in (_cpu_copy(model), materialize(model, torch.float64, 0)):
+        assert int(copy_.padding_total) == 2 and copy_.position_ids[0, -1] == 7
+        assert copy_(torch.zeros(1, 2, 5, dtype=copy_.conv.weight.dtype)).shape == (1, 2, 5)
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")

@@ -20,6 +20,7 @@ import re
 import torch
 from torch import nn
 
+from atlas import buffer_values
 from atlas.equations.check_inputs import CheckInputs, copies
 from atlas.equations.ops_nn import Apply
 from atlas.equations.ops_tensor import Cast
@@ -85,7 +86,11 @@ def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
     _retie(module, inst)
     pool = _pool(seed)
     offset = 0
+    known = buffer_values.known(module)
     with torch.no_grad():
+        for name, t in inst.named_buffers():        # integer and boolean buffers: the model's values where known
+            if not t.is_floating_point() and not t.is_complex():
+                t.copy_(known[name]) if name in known else t.zero_()
         for t in list(inst.parameters()) + list(inst.buffers()):
             if t.is_floating_point():
                 _fill(t, pool, offset)
@@ -94,7 +99,7 @@ def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
                 else:                   # gains, biases, statistics: near one, never zero, never negative
                     t.mul_(0.2).add_(1.0)
                 offset += 7919 * (t.numel() % 104_729 + 1)
-            else:
+            elif isinstance(t, nn.Parameter):
                 t.zero_()
     return inst.to(dtype).eval()
 
