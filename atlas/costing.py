@@ -39,9 +39,10 @@ def pinned_sizes(trace) -> dict[str, int]:
     return {s: int(trace.hints[s]) for s in trace.specialized if s in trace.hints}
 
 
-def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
+def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) -> ModelDoc:
     """Costs are counted where the record holds: at the sizes it was pinned to, with those sizes put in (a count
-    read off a record made at T = 17 is no formula in T)."""
+    read off a record made at T = 17 is no formula in T). `fixed`: the sizes --dim gave (T=16); the record was made
+    at them, so the pages evaluate there too."""
     if trace is None:
         return doc
     pinned = pinned_sizes(trace)
@@ -78,11 +79,11 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
     own = [rec.symbols for rec in trace.extra.values()]     # parts the forward never calls: their own records
-    symbols = sorted({str(s) for table in [trace.symbols, *own] if table for s in table.values()})
+    symbols = sorted({str(s) for table in [trace.symbols, *own] if table for s in table.values()} | set(fixed or ()))
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     kv = held(kv)
-    summary = CostSummary(reference_sizes(model, symbols, pinned), int(kv) if kv != 0 and kv.is_Integer else None,
+    summary = CostSummary(reference_sizes(model, symbols, {**(fixed or {}), **pinned}), int(kv) if kv != 0 and kv.is_Integer else None,
                           _attention_kernel(trace.root), tuple((s, v) for s, v in pinned.items() if s in symbols))
     return replace(doc, cost=root, cost_summary=summary)
 

@@ -89,7 +89,7 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
         bar.update()
 
     if settings.cost:
-        doc = costing.enrich(loaded.model, doc, trace)
+        doc = costing.enrich(loaded.model, doc, trace, dict(settings.fixed_dims))
     vocab = shapes.inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
                                          getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:

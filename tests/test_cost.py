@@ -185,3 +185,15 @@ def test_a_negative_position_limit_is_no_limit():
     model.config.n_positions = 512
     assert reference_sizes(model, ("B", "T")) == (("B", 1), ("T", 512))
     assert discover(model).bound("T").maximum == 512
+
+
+def test_a_size_fixed_with_dim_is_where_the_pages_evaluate():
+    """--dim T=16 records at T = 16: the formulas have it put in, so the pages evaluate them at T = 16 too, not at
+    the reference T (they printed the FLOPs at 16 beside "At T = 1024")."""
+    from atlas.filters import at_reference
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:keyword_attention")
+    free = pipeline.document(loaded, pipeline.Settings(verify=False))
+    fixed = pipeline.document(loaded, pipeline.Settings(verify=False, fixed_dims=(("T", 16),)))
+    assert dict(fixed.cost_summary.reference) == {"B": 1, "T": 16} and fixed.cost_summary.pinned == ()
+    assert at_reference(fixed.cost.flops, fixed.cost_summary.reference) == \
+        at_reference(free.cost.flops, (("B", 1), ("T", 16)))
