@@ -197,3 +197,13 @@ def test_a_size_fixed_with_dim_is_where_the_pages_evaluate():
     assert dict(fixed.cost_summary.reference) == {"B": 1, "T": 16} and fixed.cost_summary.pinned == ()
     assert at_reference(fixed.cost.flops, fixed.cost_summary.reference) == \
         at_reference(free.cost.flops, (("B", 1), ("T", 16)))
+
+
+def test_causal_counts_at_a_pinned_size_are_exact():
+    """At a size the code pinned, T(T+1)/2 was a Python float: '4281088.0*B' in Jamba's causal FLOPs."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:pinned_causal")
+    doc = pipeline.document(loaded, pipeline.Settings(verify=False))
+    t = dict(doc.cost_summary.pinned)["T"]
+    assert "." not in doc.cost.flops_causal
+    # the projection 2·T·8·24 per batch row, then q kᵀ and A v over the T(T+1)/2 pairs, 2·8 each
+    assert sympy.sympify(doc.cost.flops_causal, locals={"B": B}) == B * (2 * t * 8 * 24 + 2 * 2 * 8 * t * (t + 1) // 2)

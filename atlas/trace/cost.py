@@ -36,6 +36,12 @@ def _shape(x):
     return x.value.shape if isinstance(x, Ref) and x.value.shape is not None else None
 
 
+def _pairs(n):
+    """The query-key pairs of a causal attention over n positions, n(n+1)/2, exact where n is a Python int (a pinned
+    size: n * (n + 1) / 2 was a float, and every causal count after it)."""
+    return sympy.Integer(n) * (n + 1) / 2 if isinstance(n, int) else n * (n + 1) / 2
+
+
 def _arg(ev: OpEvent, i: int, key: str):
     if i < len(ev.args):
         return ev.args[i]
@@ -79,7 +85,7 @@ def op_flops(ev: OpEvent):
         dense = 2 * batch * heads * s_q * s_k * (d + d_v)
         causal = None
         if bool(_arg(ev, 5, "is_causal")) and sympy.simplify(s_q - s_k) == 0:
-            causal = 2 * batch * heads * (s_q * (s_q + 1) / 2) * (d + d_v)
+            causal = 2 * batch * heads * _pairs(s_q) * (d + d_v)
         return dense, causal
     if name == "einsum":
         return _einsum(ev)
@@ -104,7 +110,7 @@ def _multi_head_attention(ev: OpEvent, out):
     dense = projections + 4 * n * L * keys * e
     causal = None
     if bool(_arg(ev, 24, "is_causal")) and sympy.simplify(L - keys) == 0:
-        causal = projections + 4 * n * (L * (L + 1) / 2) * e
+        causal = projections + 4 * n * _pairs(L) * e
     return dense, causal
 
 
