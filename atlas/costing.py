@@ -9,6 +9,7 @@ import sympy
 from torch import nn
 
 from atlas.architecture import stated_contexts
+from atlas.i18n import msg
 from atlas.model import Cost, CostSummary, ModelDoc
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
 from atlas.trace.shapes import first_call_of, record_of
@@ -67,8 +68,11 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         saved = record_of(trace, comp.module_paths[0]).saved
         act = activation_bytes(call, saved, first_for, totals)
         flops, causal, act = held(flops), held(causal), held(act)
-        if _data_dependent(flops, causal, act):     # tokens per expert: no figure holds at the reference sizes
-            out.append(comp)
+        depends = _data_dependent(flops, causal, act)
+        if depends:                                 # tokens per expert: no figure holds at the reference sizes
+            out.append(replace(comp, cost_reason=msg(
+                "Not counted: one forward's cost depends on %(symbols)s, which the data decides (how many tokens a "
+                "router sends each expert, for one), not the input sizes.", symbols=tuple(depends))))
             continue
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call))))
@@ -88,9 +92,11 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     return replace(doc, cost=root, cost_summary=summary)
 
 
-def _data_dependent(*exprs) -> bool:
-    """A cost in a number the data decides (u0: the tokens routed to an expert), which no input size fixes."""
-    return any(str(s)[:1] == "u" and str(s)[1:].isdigit() for e in exprs for s in getattr(e, "free_symbols", ()))
+def _data_dependent(*exprs) -> list[str]:
+    """The numbers the data decides (u0: the tokens routed to an expert) a cost is written in, which no input size
+    fixes."""
+    found = {str(s) for e in exprs for s in getattr(e, "free_symbols", ()) if str(s)[:1] == "u" and str(s)[1:].isdigit()}
+    return sorted(found, key=lambda s: int(s[1:]))
 
 
 def _itemsize(model: nn.Module) -> int:

@@ -274,6 +274,7 @@ class Component:
     claims: tuple[Claim, ...] = ()
     explanation: tuple[str, ...] = ()
     cost: Cost | None = None
+    cost_reason: object = None      # why there is no cost (a Text): it depends on sizes the data decides
     flow: Flow | None = None        # which child's output feeds which, in its forward's order
 
     @property

@@ -84,6 +84,7 @@ def component_dict(c: Component) -> dict:
                     "excerpt": x.excerpt} for x in c.claims],
         "explanation": list(c.explanation),
         "cost": cost_dict(c.cost),
+        "cost_reason": c.cost_reason,
         "flow": flow_dict(c.flow),
     }
 
@@ -272,6 +273,7 @@ def from_dict(data: dict) -> ModelDoc:
             claims=tuple(Claim(x["text"], x["check"], x["file"], x["start"], x["end"], x["excerpt"]) for x in c["claims"]),
             explanation=tuple(c["explanation"]),
             cost=cost_from(c.get("cost")),
+            cost_reason=c.get("cost_reason"),
             flow=flow_from(c.get("flow")),
         )
 

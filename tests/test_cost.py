@@ -207,3 +207,15 @@ def test_causal_counts_at_a_pinned_size_are_exact():
     assert "." not in doc.cost.flops_causal
     # the projection 2·T·8·24 per batch row, then q kᵀ and A v over the T(T+1)/2 pairs, 2·8 each
     assert sympy.sympify(doc.cost.flops_causal, locals={"B": B}) == B * (2 * t * 8 * 24 + 2 * 2 * 8 * t * (t + 1) // 2)
+
+
+def test_a_cost_the_data_decides_says_so():
+    """Tokens per expert are the data's to decide: no figure holds at the reference sizes, and the page says why
+    rather than leaving the cost out (it was null, with no reason)."""
+    from atlas.render import render
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:routed_experts")
+    doc = pipeline.document(loaded, pipeline.Settings(verify=False))
+    assert doc.cost is None and doc.root.cost_reason.startswith("Not counted: one forward's cost depends on u")
+    assert doc.component("router").cost is not None and doc.component("router").cost_reason is None
+    page = render(doc)[f"{doc.slug}/index.md"]
+    assert "## Cost\n\nNot counted: one forward" in page
