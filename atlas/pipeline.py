@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -72,8 +74,29 @@ class Settings:
     base_dir: str | None = None         # where a relative checkpoint path starts (default: the working folder)
 
 
+@contextlib.contextmanager
+def _quiet_runs():
+    """The model's warnings about the inputs the atlas made up for it ("We strongly recommend passing in an
+    `attention_mask`", a symbolic size's name in a sentence) say nothing to its reader: transformers' logger and
+    Python warnings are quiet while the atlas runs the model. Its construction, the user's own, is not."""
+    logger = logging.getLogger("transformers")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
 def document(loaded, settings: Settings = Settings()) -> ModelDoc:
     """walk -> shapes -> equations -> provenance (-> checkpoint, when given), for one loaded model."""
+    with _quiet_runs():
+        return _document(loaded, settings)
+
+
+def _document(loaded, settings: Settings) -> ModelDoc:
     inputs = list(settings.inputs) if settings.inputs else None
     if settings.checkpoint:             # a wrong path fails before the slow stages; the headers are read after them
         from atlas import checkpoint_files

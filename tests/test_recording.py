@@ -18,6 +18,7 @@ from atlas.pipeline import Settings, document
 from atlas.inputs import InputSpec
 from atlas.spec import load
 from atlas.trace import run
+from conftest import ROOT
 
 SPEC = "tests/fixtures/recording_models.py"
 
@@ -113,6 +114,20 @@ def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     for copy_ in (_cpu_copy(model), materialize(model, torch.float64, 0)):
         assert int(copy_.padding_total) == 2 and copy_.position_ids[0, -1] == 7
         assert copy_(torch.zeros(1, 2, 5, dtype=copy_.conv.weight.dtype)).shape == (1, 2, 5)
+
+
+def test_warnings_about_made_up_inputs_stay_quiet():
+    """The model's warnings about the inputs the atlas made for it are noise on stderr; the atlas's own lines stay."""
+    import logging
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "atlas", "describe", f"{SPEC}:chatty", "--verify"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and "verified for 2" in out.stdout, out.stderr
+    assert "attention_mask" not in out.stderr and "padded" not in out.stderr, out.stderr
+    before = logging.getLogger("transformers").level
+    document(load(f"{SPEC}:chatty"), Settings(cost=False))
+    assert logging.getLogger("transformers").level == before
 
 
 def test_nan_only_where_forward_gives_it():
