@@ -219,3 +219,13 @@ def test_a_cost_the_data_decides_says_so():
     assert doc.component("router").cost is not None and doc.component("router").cost_reason is None
     page = render(doc)[f"{doc.slug}/index.md"]
     assert "## Cost\n\nNot counted: one forward" in page
+
+
+def test_recurrent_layers_count_their_weight_products():
+    """Each weight matrix of an RNN multiplies one vector per position and sequence. GRU(5, 6), two bidirectional
+    layers: 18×5 + 18×6 per direction in the first, 18×12 + 18×6 in the second; the kernel was 'uncounted'."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:gru")
+    doc = pipeline.document(loaded, pipeline.Settings(verify=False))
+    t = dict(doc.cost_summary.pinned).get("T", T)         # the kernel's decomposition loops over time: T pinned
+    assert sympy.sympify(doc.cost.flops, locals={"B": B, "T": T}) == 2 * B * t * 2 * (18 * 5 + 18 * 6 + 18 * 12 + 18 * 6)
+    assert "gru" not in doc.cost.uncounted

@@ -91,7 +91,25 @@ def op_flops(ev: OpEvent):
         return _einsum(ev)
     if name == "multi_head_attention_forward":
         return _multi_head_attention(ev, out)
+    if name in _RNNS:
+        return _recurrent(ev)
     return None
+
+
+_RNNS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+
+
+def _recurrent(ev: OpEvent):
+    """torch's fused RNN kernels (nn.LSTM, nn.GRU, nn.RNN): every weight matrix (input-hidden, hidden-hidden and
+    LSTM's projection, each layer and direction) multiplies one vector per position and sequence: 2 · (T·B) · its
+    size. Inputs (T, B, in), (B, T, in) or one sequence (T, in); the weights are the third argument."""
+    x, params = _shape(_arg(ev, 0, "input")), _arg(ev, 2, "params")
+    if x is None or not isinstance(params, (list, tuple)) or len(x) < 2:
+        return None
+    shapes = [_shape(p) for p in params]
+    if any(s is None for s in shapes):
+        return None
+    return 2 * _numel(x[:-1]) * sympy.Add(*(_numel(s) for s in shapes if len(s) == 2)), None
 
 
 def _multi_head_attention(ev: OpEvent, out):

@@ -26,7 +26,8 @@ from atlas.trace.structures import Call, OpEvent, Ref, Site, Size, Value
 from atlas.trace.structures import refs as _refs
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_HERE = os.path.dirname(__file__) + os.sep
+_HERE = os.path.dirname(os.path.dirname(__file__)) + os.sep          # the atlas package: its own frames
+_ZOO = _HERE + "zoo" + os.sep                                          # but its model code is a model's code
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 
 # Tensor attributes that describe a tensor rather than compute one: never recorded.
@@ -60,7 +61,8 @@ def func_name(func) -> str:
 
 def is_user_file(filename: str) -> bool:
     """Frames of the model's code and its libraries' code; not torch's, not the recorder's, not the stdlib's."""
-    if filename.startswith("<") or filename.startswith(_TORCH_DIR) or filename.startswith(_HERE):
+    if filename.startswith("<") or filename.startswith(_TORCH_DIR) or \
+            (filename.startswith(_HERE) and not filename.startswith(_ZOO)):
         return False
     if filename.startswith(_STDLIB) and "-packages" + os.sep not in filename:
         return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import linecache
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -31,15 +32,21 @@ _NOT_SYMBOLIC = ("SymIntArrayRef expected to contain only concrete integers",
 _QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
 
 
+_TORCH_NN = str(Path(torch.nn.__file__).parent) + os.sep
+
+
 def _site() -> str:
-    """file:line of the innermost frame of the model's code: not torch's, not the recorder's, not the standard
-    library's (a frame walk: cheap enough per guard)."""
-    frame = sys._getframe(1)
+    """file:line of the innermost frame of the model's code: not torch's, not the atlas's, not the standard
+    library's; where no model code is on the stack (the model is a torch.nn layer), the innermost torch.nn frame
+    (a frame walk: cheap enough per guard)."""
+    frame, layer = sys._getframe(1), None
     while frame is not None:
         if is_user_file(frame.f_code.co_filename):
             return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+        if layer is None and frame.f_code.co_filename.startswith(_TORCH_NN):
+            layer = frame                   # a torch.nn layer that is the model, or is called by no model code
         frame = frame.f_back
-    return "?"
+    return f"{Path(layer.f_code.co_filename).name}:{layer.f_lineno}" if layer is not None else "?"
 
 
 class AssumingShapeEnv(ShapeEnv):
