@@ -157,5 +157,9 @@ def test_settings_change_the_print():
     assert r"\operatorname{repeat}_{2}" in pr(gqa)
     got = Evaluator(dict(ENV), {}, torch.float64).value(gqa)
     assert torch.allclose(got, F.scaled_dot_product_attention(ENV["q"], ENV["k1"], ENV["v1"], enable_gqa=True))
+    unscaled = n.Attention(Sym("q"), Sym("k"), Sym("v"), None, causal=False, scale=1.0, groups=1, head=4)   # T5
+    assert r"\Big(\atlasref{q}\," in pr(unscaled) and "1" not in pr(unscaled).split(r"\Big(")[1].split(r"\,")[0]
+    assert torch.allclose(Evaluator(dict(ENV), {}, torch.float64).value(unscaled),
+                          F.scaled_dot_product_attention(ENV["q"], ENV["k"], ENV["v"], scale=1.0))
     eps = m.Add(a, Eps(1e-5))
     assert "10^{-5}" in pr(eps) and pr(m.Mul(Pi(math.pi), a)).startswith(r"\pi")

@@ -28,6 +28,8 @@ class Attention(Node):
         head = m["head"]
         if m.get("scale") is None or (isinstance(head, int) and head > 0 and abs(m["scale"] - head ** -0.5) < 1e-12):
             logits = r"\frac{" + p.print(q) + r"\," + kt + r"}{\sqrt{" + p.print(SizeOf(head)) + "}}"
+        elif m["scale"] == 1:           # no scaling (T5): q kᵀ as it is
+            logits = p.print(q) + r"\," + kt
         else:
             logits = p.print(Num(m["scale"])) + r"\," + p.print(q) + r"\," + kt
         if mask is not None and not (isinstance(mask, Num) and mask.value is None):
