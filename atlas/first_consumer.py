@@ -32,6 +32,9 @@ PASS_THROUGH = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDr
                 nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU, nn.Mish, nn.Tanh, nn.Sigmoid, nn.Softmax, nn.LogSoftmax,
                 nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.Hardswish, nn.Hardsigmoid, nn.Hardtanh, nn.Softplus,
                 nn.PReLU, nn.GLU, nn.Softsign, nn.Tanhshrink)
+# torch.nn layers made of others, read through when one is the model itself: nn.Transformer's `tgt` reaches its
+# decoder, not the encoder its `src` reaches.
+_READ_THROUGH = (nn.Transformer, nn.TransformerDecoder)
 _KEEPS = {"float", "double", "half", "bfloat16", "to", "contiguous", "clone", "detach", "type_as", "requires_grad_"}
 _FUNCTIONAL = {"linear": 1, "embedding": 1, "layer_norm": None, "conv1d": 1, "conv2d": 1, "conv3d": 1}
 MAX_DEPTH = 12
@@ -50,13 +53,15 @@ class Consumer:
 
 def first_consumer(model: nn.Module, param: str) -> Consumer | None:
     """The first layer that consumes forward() parameter `param`, from the source, else from module order."""
-    if isinstance(model, INFORMATIVE):
+    if isinstance(model, INFORMATIVE) and not isinstance(model, _READ_THROUGH):
         return Consumer("", model, how="the model itself")
     try:
         found = _in_forward(model, "", param, type(model).forward, 0, None)
     except (OSError, TypeError, SyntaxError) as exc:        # no source (built-ins, REPL, C extensions)
         log.debug("forward() of %s not readable: %s", type(model).__name__, exc)
         found = None
+    if found is None and isinstance(model, INFORMATIVE):
+        return Consumer("", model, how="the model itself")
     return found or module_order(model)
 
 

@@ -47,6 +47,10 @@ def _sequence_layer(model: nn.Module) -> tuple[str, bool] | None:
     return None
 
 
+def _join(path: str, child: str) -> str:
+    return f"{path}.{child}" if path else child
+
+
 def _seq(batch_first: bool, width: int) -> tuple:
     return ("B", "T", width) if batch_first else ("T", "B", width)
 
@@ -110,9 +114,9 @@ def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[C
         return [Candidate(float_dtype, _seq(attn.batch_first, attn.embed_dim),
                           _says(where, f"d_model = {attn.embed_dim}"))]
     if isinstance(m, (nn.TransformerEncoder, nn.TransformerDecoder)) and len(m.layers):
-        return candidates(Consumer(f"{consumer.path}.layers.0", m.layers[0], rank=rank), model, float_dtype)
+        return candidates(Consumer(_join(consumer.path, "layers.0"), m.layers[0], rank=rank), model, float_dtype)
     if isinstance(m, nn.Transformer):
-        return candidates(Consumer(f"{consumer.path}.encoder", m.encoder, rank=rank), model, float_dtype)
+        return candidates(Consumer(_join(consumer.path, "encoder"), m.encoder, rank=rank), model, float_dtype)
     return []
 
 

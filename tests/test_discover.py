@@ -188,6 +188,15 @@ def test_first_layer_through_the_code(model, first):
     assert symbolic_run.run(model, d.texts(), d.hints(), "meta").ok
 
 
+def test_torch_transformer_inputs_name_the_layer_each_reaches():
+    """nn.Transformer as the model: `src` reaches the encoder's first layer, `tgt` the decoder's (it read
+    `.encoder.layers.0` for both), and the two lengths are S and T."""
+    d = _found(nn.Transformer(16, 2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32, batch_first=True))
+    src, tgt = d.inputs
+    assert (src.text, tgt.text) == ("src:float32[B,S,16]", "tgt:float32[B,T,16]")
+    assert "`encoder.layers.0`" in src.because and "`decoder.layers.0`" in tgt.because
+
+
 def test_required_inputs_only_and_every_required_one():
     mha = nn.MultiheadAttention(12, 3)
     d = _found(mha)
