@@ -130,6 +130,14 @@ def test_warnings_about_made_up_inputs_stay_quiet():
     assert logging.getLogger("transformers").level == before
 
 
+def test_a_forward_that_disagrees_with_itself_is_not_compared():
+    """Two forwards on the same inputs and weights differ: no equations can match it, and that is no mismatch."""
+    doc = document(load(f"{SPEC}:noisy"), Settings(cost=False))
+    v = doc.root.equations.verification
+    assert not v.verified and v.max_error is None and "different outputs on the same inputs" in v.reason
+    assert doc.component("lin").equations.verification.verified
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")
