@@ -264,13 +264,21 @@ def cost_tex(expr: str) -> str:
     e = parse(expr)
     terms = sympy.Add.make_args(sympy.expand(e))
     parts = []
-    for term in sorted(terms, key=lambda t: (-sympy.Poly(t, *sorted(e.free_symbols, key=str)).total_degree()
-                                               if e.free_symbols else 0, str(t))):
+    for term in sorted(terms, key=lambda t: (-_degree(t), str(t))):
         coeff, rest = term.as_coeff_Mul()
         body = "" if rest == 1 else sympy.latex(rest, mul_symbol="\\,")
         num = _coeff_tex(coeff) if coeff != 1 or not body else ""
         parts.append(num + ("\\," if num and body else "") + body)
     return "+".join(parts).replace("+-", "-") if parts else "0"
+
+
+def _degree(term) -> int:
+    """A term's degree in the sizes: B·T² is 3; floor(H/2 - 1/2)·W, a conv's strided size times another, is 2."""
+    degree = 0
+    for base, exp in term.as_powers_dict().items():
+        if base.free_symbols and getattr(exp, "is_Integer", False):
+            degree += int(exp) * (1 if base.is_Symbol or base.is_Function else max(1, len(base.free_symbols)))
+    return degree
 
 
 def _coeff_tex(c) -> str:

@@ -28,3 +28,11 @@ def test_cost_formulas_in_symbols_sympy_reads_as_its_own_names():
     assert filters.at_reference("N*E + floor(I/2)", (("N", 3), ("E", 4), ("I", 7))) == 15
     from atlas.equations.lowering import same_size
     assert same_size("2*S", "S + S") and not same_size("S", "T")
+
+
+def test_cost_formulas_with_a_strided_size_print():
+    """A strided conv's size is floor(H/2 - 1/2) + 1; its cost's terms hold floors, which a polynomial's degree does
+    not take (the site build crashed on them)."""
+    tex = filters.cost_tex("576*B*floor(H/2 - 1/2)*floor(W/2 - 1/2) + 24*B*H*W + 1152*B*floor(H/2 - 1/2)")
+    assert tex.startswith(r"24\,B\,H\,W+576\,B\,\left\lfloor") and tex.count(r"\lfloor") == 3
+    assert filters.at_reference("24*B*H*W + 8*floor(H/2 - 1/2)", (("B", 1), ("H", 7), ("W", 2))) == 24 * 14 + 8 * 3
