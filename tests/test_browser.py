@@ -275,6 +275,23 @@ def test_diagram_box_navigates(server, browser):
     page.close()
 
 
+def test_diagram_edges_and_pills_are_drawn_not_filled_black(server, browser):
+    """The flow's edges are strokes and its input and output pills light, their names legible: unstyled, an SVG
+    path fills black and a line draws nothing (the pills' names were black on black)."""
+    base, _ = server
+    page = browser.new_page()
+    page.goto(base + "ldlm/")
+    style = page.evaluate("""() => {
+        const s = (sel) => getComputedStyle(document.querySelector('.atlas-diagram ' + sel));
+        const edge = s('.atlas-flow-edge'), pill = s('.atlas-flow-in'), name = s('.atlas-flow-name');
+        return {edgeFill: edge.fill, edgeStroke: edge.stroke, pill: pill.fill, name: name.fill};
+    }""")
+    page.close()
+    black = "rgb(0, 0, 0)"
+    assert style["edgeFill"] == "none" and style["edgeStroke"] not in ("none", black), style
+    assert style["pill"] != black and style["pill"] != style["name"], style
+
+
 def test_search_finds_layernorm(server, browser):
     base, _ = server
     page = browser.new_page()
