@@ -18,21 +18,13 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from atlas.trace.structures import leaves
+
 LIMIT = 1 << 16                         # elements: a table of sizes or positions, never a weight
 _FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray, torch.arange, torch.range, torch.linspace,
               torch.logspace}
 _FILLED = {torch.full, torch.ones, torch.zeros, torch.empty}                # followed when integer or boolean
 _VALUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()          # module -> {buffer name: CPU tensor}
-
-
-def _tensors(x) -> list[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for i in x for t in _tensors(i)]
-    if isinstance(x, dict):
-        return [t for i in x.values() for t in _tensors(i)]
-    return []
 
 
 class _Later:
@@ -79,7 +71,7 @@ class Watch(TorchFunctionMode):
 
     def _shadow(self, func, args, kwargs, out) -> _Later | None:
         kwargs = {k: v for k, v in kwargs.items() if k != "device"}
-        inputs = _tensors((args, kwargs))
+        inputs = leaves((args, kwargs), torch.Tensor)
         if not inputs:
             if func in _FROM_DATA or (func in _FILLED and not out.is_floating_point() and not out.is_complex()):
                 return _Later(func, args, kwargs)

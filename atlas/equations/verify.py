@@ -29,7 +29,7 @@ from atlas.equations.recorded import bound_arguments, shape_symbols, unbacked
 from atlas.errors import where
 from atlas.i18n import msg
 from atlas.model import Verification
-from atlas.trace.structures import Call, Size, refs
+from atlas.trace.structures import Call, Size, leaves, refs
 
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
 LOW = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -238,7 +238,7 @@ def check_sizes(call: Call, sizes: dict, assumed: dict) -> dict:
     block of u0 routed tokens) or numbers (Longformer's flag u0 = 1, any global attention?): the check makes its
     inputs at the sizes, and takes the path, the record had."""
     values = [r.value for r in refs((call.args, call.kwargs))]
-    numbers = [v.expr for v in values if v.shape is None] + [s.expr for s in _sizes((call.args, call.kwargs))]
+    numbers = [v.expr for v in values if v.shape is None] + [s.expr for s in leaves((call.args, call.kwargs), Size)]
     given = {str(s) for s in shape_symbols(values).union(*(getattr(e, "free_symbols", set()) for e in numbers))
              if unbacked(s)}
     return {**sizes, **{k: v for k, v in assumed.items() if k in given}}
@@ -252,17 +252,6 @@ def _nan_only_in(expected: list, got: list) -> tuple[int, int] | None:
             nan += int((torch.isnan(e) & ~torch.isnan(a.to(e.dtype))).sum())
             total += e.numel()
     return (nan, total) if nan else None
-
-
-def _sizes(x) -> list[Size]:
-    """Every number computed from sizes inside encoded arguments."""
-    if isinstance(x, Size):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [s for i in x for s in _sizes(i)]
-    if isinstance(x, dict):
-        return [s for i in x.values() for s in _sizes(i)]
-    return []
 
 
 def _error(e: torch.Tensor, a: torch.Tensor) -> float:

@@ -23,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 from atlas.trace import upsample
 from atlas.trace.structures import Call, OpEvent, Ref, Site, Size, Value
+from atlas.trace.structures import leaves
 from atlas.trace.structures import refs as _refs
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -492,13 +493,7 @@ def _has_float(x) -> bool:
 
 
 def _tensors(x) -> list[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for i in x for t in _tensors(i)]
-    if isinstance(x, dict):
-        return [t for i in x.values() for t in _tensors(i)]
-    return []
+    return leaves(x, torch.Tensor)
 
 
 def _is_input(output, args, kwargs) -> bool:

@@ -36,15 +36,20 @@ class Ref:
     value: Value
 
 
-def refs(x) -> list[Ref]:
-    """Every tensor reference inside encoded data, in order."""
-    if isinstance(x, Ref):
+def leaves(x, kind) -> list:
+    """Every item of type `kind` inside nested lists, tuples and dict values, in order."""
+    if isinstance(x, kind):
         return [x]
     if isinstance(x, (list, tuple)):
-        return [r for i in x for r in refs(i)]
+        return [r for i in x for r in leaves(i, kind)]
     if isinstance(x, dict):
-        return [r for i in x.values() for r in refs(i)]
+        return [r for i in x.values() for r in leaves(i, kind)]
     return []
+
+
+def refs(x) -> list[Ref]:
+    """Every tensor reference inside encoded data, in order."""
+    return leaves(x, Ref)
 
 
 @dataclass(frozen=True)
