@@ -118,14 +118,15 @@ def _escalate(model, tried: _Try, disc, fixed, bounds, vocab, repeats) -> tuple[
     return tried, disc
 
 
-def _limits(disc, bounds: dict, symbols) -> dict:
+def _limits(disc, bounds: dict, symbols, hints: dict | None = None) -> dict:
     """(low, high) per symbol for probes at concrete sizes: what discovery found the code needs (a conv stack's
-    smallest input, twice a window) and --dim's bounds."""
+    smallest input, twice a window), --dim's bounds, and the sizes the symbolic run was made at (an image of 6 x 5
+    pixels leaves a backbone's last feature map 1 x 1, and every size after it reads 1)."""
     out = {}
     for s in symbols:
         b = disc.bound(s) if disc is not None else None
         low, high = bounds.get(s, (None, None))
-        lows = [x for x in (low, b and b.minimum, b and b.hint) if x is not None]
+        lows = [x for x in (low, b and b.minimum, b and b.hint, (hints or {}).get(s)) if x is not None]
         highs = [x for x in (high, b and b.maximum) if x is not None]
         out[s] = (max(lows, default=None), min(highs, default=None))
     return out
@@ -195,7 +196,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                          "sizes and the equations are written, and checked, at %(sizes)s",
                          symbols=", ".join(trace.specialized_at) or ", ".join(trace.specialized),
                          sizes=", ".join(f"{s} = {trace.hints[s]}" for s in trace.specialized if s in trace.hints)))
-        shaped = probes.derive(model, doc, list(texts), budget_bytes, _limits(disc, bounds, symbols))
+        shaped = probes.derive(model, doc, list(texts), budget_bytes, _limits(disc, bounds, symbols, trace.hints))
         comps = []
         for comp in shaped.components:               # parts the forward never calls get a record of their own
             if trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
@@ -207,7 +208,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                        _root_failure(shaped, None))
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
-        limits = _limits(disc, bounds, symbols)
+        limits = _limits(disc, bounds, symbols, trace.hints if trace is not None else None)
         shaped = probes.derive(model, doc, list(texts), budget_bytes, limits)
         probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
         concrete = probes.concrete_record(model, specs, probe, budget_bytes)

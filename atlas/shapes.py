@@ -149,6 +149,8 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
             found.append(a * mono + b)
         elif a.q > 1 and all(sympy.floor(a * x + b) == v for x, v in zip(xs, values)):
             floored.append(sympy.floor(a * mono + b))       # a pool or a stride: floor(T/2), on odd sizes too
+        elif a.q > 1 and all(sympy.ceiling(a * x + b) == v for x, v in zip(xs, values)):
+            floored.append(sympy.ceiling(a * mono + b))     # padded up to a multiple, then split: ceiling(T/2)
     found += floored
     if not found:
         found = _fit_pairs(values, probes, monomials, syms, names)

@@ -138,6 +138,17 @@ def test_a_forward_that_disagrees_with_itself_is_not_compared():
     assert doc.component("lin").equations.verification.verified
 
 
+def test_a_number_made_from_a_size_pins_it(capsys):
+    """int(ceil(T / 2) * 2) guards 2*ceiling(T/2) == 6: the record holds at T = 5 or 6 only. It read as the
+    constant 3 in every formula; now T is pinned, said so with the line, and the shapes come from probes."""
+    data, err = _describe(capsys, "rounds_up")
+    assert "the code needs exact values of T = 6 (recording_models.py:" in err
+    root = data["components"][0]
+    assert [d["symbol"] if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == \
+        ["B", "ceiling(T/2)", 2]
+    assert data["cost_reference"]["pinned"] == {"T": 6}
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")

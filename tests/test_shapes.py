@@ -151,6 +151,7 @@ def test_a_fit_must_hold_at_every_probe():
     padded = [-(-p["T"] // 8) * 8 for p in probes]
     assert padded[:3] == [8, 16, 16] and fit(padded, probes, vocab).symbol == "?"
     assert fit([p["T"] // 2 for p in probes], probes, vocab).symbol == "floor(T/2)"
+    assert fit([-(-p["T"] // 2) for p in probes], probes, vocab).symbol == "ceiling(T/2)"     # Funnel's pooling
     assert fit([p["B"] * p["T"] + 1 for p in probes], probes, vocab).symbol == "B*T + 1"
 
 

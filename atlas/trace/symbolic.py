@@ -216,25 +216,31 @@ class SymbolicInputs:
         return known
 
     def specialized(self) -> list[str]:
-        """Symbols the run fixed to their hint: code that needed their exact value (a Python int)."""
-        fixed = []
-        for sym_expr, name in self._map.items():
-            replaced = self.shape_env.replace(sym_expr)
-            if replaced.is_number and str(name) not in fixed:
-                fixed.append(str(name))
-        return fixed
+        """Symbols the run fixed to their hint: code that needed their exact value (a Python int), or a number
+        made from it (`int(math.ceil(H / 2) * 2)`: a guard that 2*ceiling(H/2) is 40 holds for H = 39 or 40 only)."""
+        return [name for name, _ in self._pinned()]
 
     def specialized_sites(self) -> list[str]:
         """"T = 6 (zoo.py:459)": each fixed symbol, its value, and the line of the code that fixed it."""
-        out, seen = [], set()
-        for sym_expr, name in self._map.items():
-            value = self.shape_env.replace(sym_expr)
-            if not value.is_number or str(name) in seen:
-                continue
-            seen.add(str(name))
+        out = []
+        for name, sym_expr in self._pinned():
             site = guard_site(self.shape_env, sym_expr)
-            out.append(f"{name} = {value}" + (f" ({site})" if site else ""))
+            out.append(f"{name} = {self.hints[name]}" + (f" ({site})" if site else ""))
         return out
+
+    def _pinned(self) -> list[tuple[str, object]]:
+        """(symbol name, ShapeEnv symbol) of each symbol a replacement or an equality guard with a number fixed."""
+        out: dict[str, object] = {}
+        for sym_expr, name in self._map.items():
+            if self.shape_env.replace(sym_expr).is_number:
+                out.setdefault(str(name), sym_expr)
+        for guard in self.shape_env.guards:
+            e = guard.expr
+            if isinstance(e, sympy.Eq) and (e.lhs.is_number or e.rhs.is_number) and not e.has(Mod, PythonMod, sympy.Mod):
+                for sym_expr in e.free_symbols:
+                    if sym_expr in self._map and str(self._map[sym_expr]) in self.hints:
+                        out.setdefault(str(self._map[sym_expr]), sym_expr)
+        return list(out.items())
 
 
 def guard_site(env, sym) -> str:
