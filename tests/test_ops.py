@@ -163,3 +163,16 @@ def test_settings_change_the_print():
                           F.scaled_dot_product_attention(ENV["q"], ENV["k"], ENV["v"], scale=1.0))
     eps = m.Add(a, Eps(1e-5))
     assert "10^{-5}" in pr(eps) and pr(m.Mul(Pi(math.pi), a)).startswith(r"\pi")
+
+
+def test_a_size_the_data_decided_is_named_not_guessed():
+    """u0 (EnCodec's padding, read off a buffer by .item()): the equations cannot run on other data without it;
+    the check says "not run" and names it, where float() of the expression failed and the build with it."""
+    import pytest
+    import sympy
+    from atlas.equations.nodes import DataDependentSize
+    ev = Evaluator({}, {"T": 6}, torch.float64)
+    assert ev.size(sympy.Symbol("T") * 2) == 12
+    with pytest.raises(DataDependentSize) as info:
+        ev.size(sympy.Symbol("u0") + sympy.Symbol("T"))
+    assert info.value.symbols == ["u0"]

@@ -245,6 +245,15 @@ class Printer:
         return False
 
 
+class DataDependentSize(Exception):
+    """A size the equations need that the data decided when the forward was recorded (u0), and that no step of
+    theirs computes: they cannot be run on other data."""
+
+    def __init__(self, symbols: list[str]) -> None:
+        super().__init__(", ".join(symbols))
+        self.symbols = symbols
+
+
 class Evaluator:
     """What running an op tree needs: symbol values, the check's sizes, and the working dtype."""
 
@@ -264,6 +273,8 @@ class Evaluator:
         if known is None:
             subs = {s: self.sizes[str(s)] for s in expr.free_symbols if str(s) in self.sizes}
             value = expr.subs(subs)
+            if value.free_symbols:
+                raise DataDependentSize(sorted(str(s) for s in value.free_symbols))
             known = int(value) if value.is_Integer else float(value)
             self._size_cache[expr] = known
         return known

@@ -22,6 +22,7 @@ from torch import nn
 
 from atlas import buffer_values
 from atlas.equations.check_inputs import CheckInputs, copies
+from atlas.equations.nodes import DataDependentSize
 from atlas.equations.ops_nn import Apply
 from atlas.equations.ops_tensor import Cast
 from atlas.equations.program import Program
@@ -199,6 +200,10 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
     try:
         with torch.no_grad():
             got = flat(prog.run(inst, named, sizes, dtype, working))
+    except DataDependentSize as exc:    # a limit of the equations, stated: not a disagreement with forward()
+        return Verification(False, tolerance=tol, dtype=dname, reason=msg(
+            "not run: the equations need %(symbols)s, a size the data decided when the forward was recorded, and no "
+            "step of theirs computes it", symbols=tuple(exc.symbols))), None
     except Exception as exc:  # the equations could not be run: a failure, reported with its place
         return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                             reason=msg("the equations did not run: %(error)s", error=where(exc))), None
