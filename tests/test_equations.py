@@ -260,3 +260,15 @@ def test_leaf_equations_follow_hyperparameters():
     assert "0.25" in tex(nn.Dropout(0.25), "float32[B,4]")
     lstm = tex(nn.LSTM(3, 4), "float32[T,B,3]")
     assert r"{c_t} = {f_t}\odot {c_{t-1}}+{i_t}\odot {g_t}" in lstm and r"{h_t} = {o_t}\odot \tanh" in lstm
+
+
+def test_attention_called_with_a_mask_is_not_written_without_it():
+    """nn.MultiheadAttention's equations have no mask: called with one (torch's seq2seq with its causal target
+    mask), they are not derived, and the layer around it is checked with the real module in its place. They ran
+    without the mask, or with the mask in the keys' place, and the build failed."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:masked_seq2seq")
+    doc = pipeline.document(loaded, pipeline.Settings(cost=False))
+    sa = doc.component("transformer.decoder.layers.self_attn")
+    assert sa.equations.status is EquationStatus.NOT_DERIVED and "called with a mask" in sa.equations.reason
+    assert doc.component("transformer.decoder.layers").equations.verification.verified
+    assert doc.component("transformer.encoder.layers.self_attn").equations.verification.verified

@@ -58,10 +58,12 @@ class MHAOp(Node):
         return o, A.mean(1)
 
 
-def multihead_attention(b: LeafBuilder, query, key=None, value=None, *rest):
+def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):
     mod = b.module
     if not mod._qkv_same_embed_dim or mod.bias_k is not None or mod.add_zero_attn:
         raise Unsupported(msg("MultiheadAttention with separate key/value sizes, bias_k or add_zero_attn"))
+    if masks:                           # attn_mask, key_padding_mask: these equations have none
+        raise Unsupported(msg("%(layer)s called with a mask", layer="MultiheadAttention"))
     key = query if key is None else key
     value = key if value is None else value
     E = mod.embed_dim
@@ -99,8 +101,10 @@ class ActivationOp(Node):
         return torch.relu(x) if self.meta["name"] == "ReLU" else 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
 
 
-def transformer_encoder_layer(b: LeafBuilder, src, *rest):
+def transformer_encoder_layer(b: LeafBuilder, src, *masks):
     """nn.TransformerEncoderLayer without masks, in evaluation mode, post- or pre-norm."""
+    if masks:                           # src_mask, src_key_padding_mask: these equations have none
+        raise Unsupported(msg("%(layer)s called with a mask", layer="TransformerEncoderLayer"))
     from atlas.equations.ops_nn import Call
     from atlas.equations.ops_tensor import Item
     mod = b.module

@@ -28,6 +28,7 @@ from atlas.expressions import symbol_names
 from atlas.i18n import msg
 from atlas.model import Component, EquationStatus, Equations, ModelDoc, ShapeStatus
 from atlas.trace.shapes import first_call_of, record_of
+from atlas.trace.structures import refs
 
 log = logging.getLogger("atlas")
 _looped: dict = {}          # component id -> ids of the components its steps run as a chain (a loop over blocks)
@@ -48,8 +49,12 @@ def leaf_program(module: nn.Module, call) -> Program:
     b._inputs()
     prog = b.d.prog
     prog.leaf = True
-    ins = [b.d.env[v.id] for v in b.d.inputs.values()]
-    shapes = [v.shape for v in b.d.inputs.values()]
+    # every tensor argument in forward()'s order, the same tensor as often as it is passed (query, key and value
+    # of a self-attention), as a parent's call gives them; not each distinct tensor once, which shifted a mask into
+    # the place of the keys
+    given = [r.value for r in refs(list(call.args) + list(call.kwargs.values()))]
+    ins = [b.d.env[v.id] for v in given if v.id in b.d.env]
+    shapes = [r.value.shape for r in refs(list(call.args))]
     leaf = leaves.build(module, prog, "", ins, None, shapes)
     prog.summary = leaf.summary
     for st in leaf.steps:
