@@ -71,8 +71,9 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         depends = _data_dependent(flops, causal, act)
         if depends:                                 # tokens per expert: no figure holds at the reference sizes
             out.append(replace(comp, cost_reason=msg(
-                "Not counted: one forward's cost depends on %(symbols)s, which the data decides (how many tokens a "
-                "router sends each expert, for one), not the input sizes.", symbols=tuple(depends))))
+                "Not counted: one forward's cost depends on %(symbols)s, numbers the data decides as the forward "
+                "runs (how many tokens a router sends each expert, how many positions a mask keeps), not the input "
+                "sizes.", symbols=tuple(depends))))
             continue
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call))))
