@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args)
     except EquationMismatch as exc:
+        if exc.doc is not None:         # how the inputs were found and the fallbacks taken: the failure's context
+            _inputs_report([exc.doc], False)
         print(f"atlas: error: {exc}", file=sys.stderr)
         return EXIT_STALE
     except AtlasError as exc:

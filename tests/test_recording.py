@@ -149,6 +149,14 @@ def test_a_number_made_from_a_size_pins_it(capsys):
     assert data["cost_reference"]["pinned"] == {"T": 6}
 
 
+def test_a_failed_check_keeps_the_inputs_it_ran_on(capsys):
+    """Exit 1 on a mismatch, and stderr still says how the inputs were found: the failure's context."""
+    assert main(["describe", f"{SPEC}:lies", "--verify"]) == 1
+    err = capsys.readouterr().err
+    assert "atlas: Lies: x:float32[B,3], inferred:" in err and "atlas: error: Lies: the equations of 1" in err
+    assert err.index("inferred:") < err.index("atlas: error:")
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")
