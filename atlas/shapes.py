@@ -198,13 +198,13 @@ def _run(model: nn.Module, specs, probes, device, doc: ModelDoc | None = None) -
     when they must: an entry whose inputs have exactly the shapes the first entry saw, where the first entry
     kept its input's shape, passes its input through. Same signature means same code, so its shapes cannot
     differ; the first entry still records every component inside it."""
-    from atlas.trace.run import kept_state
+    from atlas.trace.run import evaluation, kept_state
     wraps = _repeat_wrappers(model, doc) if device == "meta" and doc is not None else []
     for container, key, wrapper in wraps:
         container._modules[key] = wrapper
     try:
         runs = []
-        with kept_state(model):
+        with kept_state(model), evaluation(model):     # as pages describe it: no dropout, no SpecAugment masks
             for p in probes:
                 records: dict[int, Record] = {}
                 for _, _, wrapper in wraps:

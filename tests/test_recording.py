@@ -157,6 +157,18 @@ def test_a_failed_check_keeps_the_inputs_it_ran_on(capsys):
     assert err.index("inferred:") < err.index("atlas: error:")
 
 
+def test_probes_run_in_evaluation_mode(capsys):
+    """The shapes from probes are evaluation mode's, as the pages say: a model built stays in training mode, and
+    the probes ran it there (SEW's SpecAugment masks failed them; dropout ran)."""
+    data, err = _describe(capsys, "trains_differently")
+    assert "the code needs exact values of T" in err
+    root = data["components"][0]
+    assert [d["symbol"] if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == ["B", "T", 4]
+    loaded = load(f"{SPEC}:trains_differently")
+    document(loaded, Settings(cost=False))
+    assert loaded.model.training and loaded.model.lin.training          # the user's model keeps its mode
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")

@@ -44,7 +44,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
             # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
             # the hooks); fake tensors make the whole run cost no memory either way
             hooks = rec.saving()
-            with quiet(), _evaluation(model), _skipping(model, repeats, rec), torch.enable_grad(), hooks, si.mode, \
+            with quiet(), evaluation(model), _skipping(model, repeats, rec), torch.enable_grad(), hooks, si.mode, \
                     si.decompose, rec:
                 rec.register_inputs(inputs)
                 try:
@@ -157,7 +157,7 @@ def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -
     """Run `model` on concrete tensors (meta or CPU): sizes are ints."""
     rec = Recorder(model, lambda s: int(s) if isinstance(s, (int, torch.SymInt)) else s, names=names)
     error = None
-    with kept_state(model), _evaluation(model), torch.no_grad(), rec:
+    with kept_state(model), evaluation(model), torch.no_grad(), rec:
         rec.register_inputs(example)
         try:
             _call(model, example)
@@ -181,7 +181,7 @@ def _working_dtype(model: nn.Module) -> str:
 
 
 @contextlib.contextmanager
-def _evaluation(model: nn.Module):
+def evaluation(model: nn.Module):
     """Pages describe evaluation mode (dropout off, running statistics): record in it, then restore."""
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
