@@ -244,21 +244,22 @@ def _cfg(config, *names):
     """The first positive integer (or pair of them) among config fields, with its field name; the text, vision and
     audio sub-configs of a multimodal config too. A size of 0 or -1 is no size: XLNet's max_position_embeddings
     is -1, "no limit"."""
-    sources = [config]
+    sources = [(config, "")]
     if config is not None and hasattr(config, "get_text_config"):
         try:
-            sources.append(config.get_text_config())
+            sources.append((config.get_text_config(), ""))
         except Exception:              # configs without a text part
             pass
-    sources += [getattr(config, f"{part}_config", None) for part in ("vision", "audio")]
-    for source in sources:
+    sources += [(getattr(config, f"{part}_config", None), f"{part}_config.") for part in ("vision", "audio")]
+    sources += [(getattr(config, part, None), f"{part}.") for part in ("encoder", "decoder")]  # VisionEncoderDecoder
+    for source, prefix in sources:
         for n in names:
             value = getattr(source, n, None) if source is not None else None
             if isinstance(value, bool):
                 continue
             if (isinstance(value, int) and value > 0) or (isinstance(value, (list, tuple)) and len(value) == 2
                                                           and all(isinstance(v, int) and v > 0 for v in value)):
-                return value, n
+                return value, prefix + n
     return None, None
 
 

@@ -400,6 +400,22 @@ def test_multimodal_model_gets_the_second_input_after_a_failed_run(hf_suite):
     assert ("logits_per_image", ("3", "3")) in tried[-1].outputs
 
 
+def test_a_vision_encoder_decoder_reads_its_encoders_config(hf_suite):
+    """VisionEncoderDecoder keeps the image size in config.encoder: found there, and named so (it ran at no size
+    and nothing was derived)."""
+    from transformers import (GPT2Config, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig)
+    vit = ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, image_size=16,
+                    patch_size=8)
+    gpt2 = GPT2Config(n_embd=32, n_layer=1, n_head=2, vocab_size=64, n_positions=32, add_cross_attention=True,
+                      is_decoder=True)
+    with torch.device("meta"):
+        model = VisionEncoderDecoderModel(VisionEncoderDecoderConfig.from_encoder_decoder_configs(vit, gpt2))
+    d = _found(model)
+    assert d.texts() == ("pixel_values:float32[B,3,16,16]", "decoder_input_ids:int64[B,T]")
+    assert "config.encoder.image_size" in d.inputs[0].because
+    assert _meta(model, d)[-1].ok
+
+
 def test_windows_raise_the_positions_hint(hf_suite):
     from transformers import MistralConfig, MistralForCausalLM
     with torch.device("meta"):
