@@ -6,8 +6,8 @@ A module's integer buffers are often sizes its forward reads (EnCodec's conv `st
 CPU copies that check the equations and run the fallback probes. While the factory runs, each small meta tensor
 made from Python data (`torch.tensor`, `arange`, an integer `full`), and each small meta result of ops on such
 tensors only, gets a shadow: the same call on the CPU, made when a copy asks for the value. A buffer that is one of
-those tensors keeps its shadow. Weights never get one: they start as float tensors of no value (`empty`), and nothing made from
-them is followed.
+those tensors keeps its shadow. Weights never get one: they start as float tensors of no value (`empty`), and
+nothing made from them is followed. The watch never fails the factory: a call it cannot follow gets no shadow.
 """
 
 from __future__ import annotations
@@ -64,7 +64,10 @@ class Watch(TorchFunctionMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if isinstance(out, torch.Tensor) and out.device.type == "meta" and out.numel() <= LIMIT:
-            shadow = self._shadow(func, args, kwargs, out)
+            try:
+                shadow = self._shadow(func, args, kwargs, out)
+            except Exception:  # arguments it cannot rebuild (a named tuple): that tensor stays without a value
+                shadow = None
             if shadow is not None:
                 self.shadows[id(out)] = (out, shadow)
         return out

@@ -169,6 +169,19 @@ def test_probes_run_in_evaluation_mode(capsys):
     assert loaded.model.training and loaded.model.lin.training          # the user's model keeps its mode
 
 
+def test_the_buffer_watch_never_fails_the_factory():
+    """A call whose arguments the watch cannot rebuild (a named tuple holding a small tensor) runs as it would
+    without the watch; that tensor just gets no value."""
+    import collections
+    from atlas import buffer_values
+    Pair = collections.namedtuple("Pair", "a b")
+    with torch.device("meta"), buffer_values.Watch() as watch:
+        small = torch.arange(4)
+        out = torch.stack(Pair(small, small))
+    assert out.shape == (2, 4) and out.device.type == "meta"
+    assert id(small) in watch.shadows and id(out) not in watch.shadows
+
+
 def test_nan_only_where_forward_gives_it():
     from atlas.equations.verify import _nan_only_in
     nan = float("nan")
