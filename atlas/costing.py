@@ -9,6 +9,7 @@ import sympy
 from torch import nn
 
 from atlas.architecture import stated_contexts
+from atlas.equations.recorded import unbacked
 from atlas.i18n import msg
 from atlas.model import Cost, CostSummary, ModelDoc
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
@@ -88,7 +89,8 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     kv = held(kv)
-    summary = CostSummary(reference_sizes(model, symbols, {**(fixed or {}), **pinned}), int(kv) if kv != 0 and kv.is_Integer else None,
+    reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned})
+    summary = CostSummary(reference, int(kv) if kv != 0 and kv.is_Integer else None,
                           _attention_kernel(trace.root), tuple((s, v) for s, v in pinned.items() if s in symbols))
     return replace(doc, cost=root, cost_summary=summary)
 
@@ -96,8 +98,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
 def _data_dependent(*exprs) -> list[str]:
     """The numbers the data decides (u0: the tokens routed to an expert) a cost is written in, which no input size
     fixes."""
-    found = {str(s) for e in exprs for s in getattr(e, "free_symbols", ()) if str(s)[:1] == "u" and str(s)[1:].isdigit()}
-    return sorted(found, key=lambda s: int(s[1:]))
+    return sorted({str(s) for e in exprs for s in unbacked(e)}, key=lambda s: int(s[1:]))
 
 
 def _itemsize(model: nn.Module) -> int:
