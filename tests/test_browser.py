@@ -63,17 +63,19 @@ def _serve(site: Path, handler):
 
 
 @pytest.fixture(scope="module")
-def server(built_site):
+def search_server(built_site):
+    """The site as built, search index and all: for the tests that search."""
     with _serve(built_site[0], _Quiet) as served:
         yield served
 
 
 @pytest.fixture(scope="module")
-def crawl_server(built_site):
-    """For the crawls: every page starts Material's search worker, which downloads and indexes the language's whole
-    search index (1.8 MB, 2,000 sections) while the page is open; on a busy machine a page waits long enough for
-    most of that to run, and it was the largest part of a crawl's CPU. Served empty here: the real indexes are
-    searched by the search tests in both languages and read whole by test_site_build."""
+def server(built_site):
+    """For every browser test that does not search: each page starts Material's search worker, which downloads and
+    indexes the language's whole search index (1.8 MB, 2,000 sections) while the page is open; on a busy machine
+    a page waits long enough for most of that to run, and it was the largest part of the browser tests' CPU. Served
+    empty here: the real indexes are searched by the search tests (search_server) in both languages and read whole
+    by test_site_build."""
     with _serve(built_site[0], _EmptySearch) as served:
         yield served
 
@@ -152,15 +154,15 @@ def _crawl_groups(site: Path) -> dict[str, list[str]]:
                         or (owner(rel) == "ldlm" and has_children(rel)))]}
 
 
-def test_every_page_loads_clean(crawl_server, browser):
+def test_every_page_loads_clean(server, browser):
     """Pages opened in Chromium as a reader opens a cited link, the English ones 1280 px wide and the Spanish ones
     390 px: no console error, no failed request and no sideways scroll on any of them, and no broken link between
     them. One test, one page after another: two Chromiums crawling side by side on the two cores cost about 60%
     more CPU than one, while the other xdist worker runs the rest of the suite.
 
     Each page is left as soon as its load event has fired; the search worker it starts gets an empty index
-    (crawl_server)."""
-    base, site = crawl_server
+    (server)."""
+    base, site = server
     page = browser.new_page()
     errors, failed = [], []
     page.on("console", lambda m: errors.append((page.url, m.text)) if m.type == "error" else None)
@@ -292,8 +294,8 @@ def test_diagram_edges_and_pills_are_drawn_not_filled_black(server, browser):
     assert style["pill"] != black and style["pill"] != style["name"], style
 
 
-def test_search_finds_layernorm(server, browser):
-    base, _ = server
+def test_search_finds_layernorm(search_server, browser):
+    base, _ = search_server
     page = browser.new_page()
     page.goto(base + "ldlm/")
     _search(page, "LayerNorm")
@@ -348,28 +350,36 @@ def test_spanish_site_and_language_switch(server, browser):
     page.close()
 
 
+_RESULTS = """query => {
+    // the results of this query: shown, with the query's word marked in them (a previous query's results are
+    // still shown while the worker searches the new one); read in the same turn as the check
+    const items = [...document.querySelectorAll(".md-search-result__item")];
+    const word = query.toLowerCase();
+    if (!items.some(i => [...i.querySelectorAll("mark")].some(m => m.textContent.toLowerCase().startsWith(word))))
+        return null;
+    return [...document.querySelectorAll(".md-search-result__item > a")].map(
+        e => [e.href, (e.querySelector("h1, h2") || {innerText: ""}).innerText.trim()]);
+}"""
+
+
 def _search(page, query: str) -> list[tuple[str, str]]:
     """Search as a reader does; the results' links and titles. The search worker builds its index after the page
     loads (seconds on a busy machine); a query typed before it is ready finds nothing, so it is typed again."""
-    box, items = page.locator(".md-search__input"), page.locator(".md-search-result__item")
+    box = page.locator(".md-search__input")
     box.click()
     deadline = time.monotonic() + 90
     while True:
         box.fill("")
         box.press_sequentially(query)       # keystrokes: a later query after `fill` alone is not searched
         try:
-            items.first.wait_for(timeout=5000)
-            break
+            return [tuple(r) for r in page.wait_for_function(_RESULTS, arg=query, timeout=5000).json_value()]
         except PlaywrightTimeout:
             if time.monotonic() > deadline:
                 raise
-    return page.eval_on_selector_all(
-        ".md-search-result__item > a",
-        "els => els.map(e => [e.href, (e.querySelector('h1, h2') || {innerText: ''}).innerText.trim()])")
 
 
-def test_spanish_search_finds_spanish_pages_with_titles(server, browser):
-    base, _ = server
+def test_spanish_search_finds_spanish_pages_with_titles(search_server, browser):
+    base, _ = search_server
     page = browser.new_page()
     page.goto(base + "es/ldlm/")
     results = _search(page, "LayerNorm")
