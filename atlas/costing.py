@@ -3,6 +3,7 @@ not counted; and for the model, the KV-cache bytes per token and the sizes pages
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import sympy
@@ -72,9 +73,9 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         depends = _data_dependent(flops, causal, act)
         if depends:                                 # tokens per expert: no figure holds at the reference sizes
             out.append(replace(comp, cost_reason=msg(
-                "Not counted: one forward's cost depends on %(symbols)s, numbers the data decides as the forward "
-                "runs (how many tokens a router sends each expert, how many positions a mask keeps), not the input "
-                "sizes.", symbols=tuple(depends))))
+                "Not counted: one forward's cost depends on sizes the data decides as the forward runs, not on the "
+                "input sizes (how many tokens a router sends each expert, how many positions a mask keeps): here, "
+                "the sizes returned by %(origins)s.", origins=tuple(_origins(trace, depends)))))
             continue
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call))))
@@ -99,6 +100,22 @@ def _data_dependent(*exprs) -> list[str]:
     """The numbers the data decides (u0: the tokens routed to an expert) a cost is written in, which no input size
     fixes."""
     return sorted({str(s) for e in exprs for s in unbacked(e)}, key=lambda s: int(s[1:]))
+
+
+def _origins(trace, names: list[str]) -> list[str]:
+    """The calls that made the numbers the data decides, as a reader finds them in the code: "Tensor.nonzero
+    (moe.py:90)", not the run's own names for them (u0). The first value whose size holds a number is the one the
+    call that decided it returned."""
+    found: dict[str, str] = {}
+    for v in trace.values:
+        if v.made_by is None:
+            continue
+        held = {str(x) for size in (v.shape or ()) for x in getattr(size, "free_symbols", ())}
+        held |= {str(x) for x in getattr(v.expr, "free_symbols", ())}
+        for name in held.intersection(names).difference(found):
+            site = v.made_by.site
+            found[name] = v.made_by.name + (f" ({os.path.basename(site.file)}:{site.line})" if site else "")
+    return list(dict.fromkeys(found.get(name, name) for name in names))
 
 
 def _itemsize(model: nn.Module) -> int:
