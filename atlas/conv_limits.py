@@ -3,7 +3,9 @@
 A stack is the chain of ConvNd modules of one dimensionality, in module order, starting at the first
 one, where each takes the channels the previous one gives (wav2vec2's seven feature-extractor convs:
 kernels 10,3,3,3,3,2,2, strides 5,2,2,2,2,2,2). Modules in between that keep the length (norms,
-activations, pointwise Linear layers) do not break it; a conv whose in_channels differ ends it.
+activations, pointwise Linear layers) do not break it, nor does a gated linear unit between two convs of one
+container, which halves the channels (Speech2Text's subsampler: conv_layers.0, GLU, conv_layers.1); a conv taking
+other channels ends it (a residual block's downsampling conv, beside the block's own convs, takes the block's input).
 
 Working backwards from the last conv, each output must be at least `at_least`:
     L_in >= (L_out - 1) * stride + dilation * (kernel - 1) + 1 - 2 * padding
@@ -75,7 +77,7 @@ def stack(model: nn.Module, dims: int, axis: int = 0, in_channels: int | None = 
     conv (with `in_channels`, if given). `axis` picks the spatial axis (0 = the first after channels)."""
     cls = _CONVS[dims]
     layers: list[Layer] = []
-    channels = None
+    channels, last = None, ""
     for path, module in model.named_modules():
         if not isinstance(module, cls):
             continue
@@ -84,8 +86,13 @@ def stack(model: nn.Module, dims: int, axis: int = 0, in_channels: int | None = 
                 continue
             if in_channels is not None and module.in_channels != in_channels:
                 continue
-        elif module.in_channels != channels:
+        elif module.in_channels != channels and not (module.in_channels * 2 == channels and _siblings(path, last)):
             break
         layers.append(layer_of(path, module, axis))
-        channels = module.out_channels
+        channels, last = module.out_channels, path
     return Stack(tuple(layers)) if layers else None
+
+
+def _siblings(a: str, b: str) -> bool:
+    """Two entries of one container: `conv.0` and `conv.1`."""
+    return a.rpartition(".")[0] == b.rpartition(".")[0]

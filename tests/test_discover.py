@@ -266,6 +266,39 @@ def test_conv_stack_minimum_matches_wav2vec2():
     assert conv_limits.Stack(layers[:1]).describe() == "1 conv, kernel 10, stride 5"
 
 
+class _GatedSubsampler(nn.Module):
+    """Speech2Text's subsampler: each conv doubles the channels, a GLU halves them, the next conv takes the half."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv1d(8, 16, 5, stride=2, padding=2), nn.Conv1d(8, 16, 5, stride=2, padding=2)])
+
+    def forward(self, x):
+        for conv in self.convs:
+            x = F.glu(conv(x), dim=1)
+        return x
+
+
+class _ResidualDown(nn.Module):
+    """A residual block whose shortcut conv takes the block's input, half the channels its last conv gives."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.down = nn.Sequential(nn.Conv2d(4, 8, 1, stride=2))
+
+
+def test_a_conv_stack_goes_on_through_a_gate_that_halves_the_channels():
+    """The total stride of a gated stack is every conv's: a length 60 positions long after it is 240 frames long,
+    where the stack that stopped at the first conv read 120 ('the conv strides (2)'). A shortcut conv beside a block
+    is no next layer."""
+    stack = conv_limits.stack(_GatedSubsampler(), 1)
+    assert [layer.path for layer in stack.layers] == ["convs.0", "convs.1"] and stack.stride() == 4
+    assert stack.length_out(240) == 60 and stack.length_out(236) == 59
+    assert [layer.path for layer in conv_limits.stack(_ResidualDown(), 2).layers] == ["conv1", "conv2"]
+
+
 # -- transformers models from config ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
