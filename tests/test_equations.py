@@ -272,3 +272,19 @@ def test_attention_called_with_a_mask_is_not_written_without_it():
     assert sa.equations.status is EquationStatus.NOT_DERIVED and "called with a mask" in sa.equations.reason
     assert doc.component("transformer.decoder.layers").equations.verification.verified
     assert doc.component("transformer.encoder.layers.self_attn").equations.verification.verified
+
+
+def test_values_of_a_sequential_are_named_not_numbered():
+    """A container entry's index is no name: the CNN's values read `0 = W ⋆ x + b` and `BatchNorm2d_1(0)`, BatchNorm
+    seemingly applied to the number 0, and its output was `6`, not y."""
+    doc = pipeline.describe(fixture_spec("conv_stack"))
+    got = lines(doc, "")
+    assert got[0].startswith("z = ") and got[-1].startswith("y = "), got
+    assert not any(line[:1].isdigit() or r"\left(0\right)" in line for line in got), got
+    assert doc.root.equations.verification.verified
+
+
+def test_names_with_a_capital_and_an_underscore_are_written_as_tex():
+    """`B_mat` was written as it is, which KaTeX reads as B with the subscript m, then "at"."""
+    doc = pipeline.describe(fixture_spec("capital_names"))
+    assert lines(doc, "") == [r"y = \mathrm{coords}\,{B_{\mathrm{mat}}}\odot \exp\left({A_{\mathrm{log}}}\right)\odot W"]

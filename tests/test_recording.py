@@ -149,6 +149,19 @@ def test_a_number_made_from_a_size_pins_it(capsys):
     assert data["cost_reference"]["pinned"] == {"T": 6}
 
 
+def test_an_activation_that_changes_its_input_in_place_is_in_the_equations():
+    """nn.ReLU(inplace=True) returns its input object, changed: it was taken for a module returning its input
+    unchanged, so the ReLU fell out of the parent's equations (y = (x W + b) W' + b', exit 1 with --verify)."""
+    from conftest import lines
+    doc = document(load(f"{SPEC}:in_place"), Settings(cost=False))
+    assert all(c.equations.verification.verified for c in doc.components), \
+        [(c.id, c.equations.verification.reason) for c in doc.components]
+    assert r"\max\!\big(x\,{W_{\mathrm{0}}}" in lines(doc, "body")[-1]
+    root = lines(doc, "")      # the flag is no part of the math: not printed (and not passed when the check runs)
+    assert root[0].startswith(r"h = \operatorname{leaky\_relu}") and root[1].startswith(r"{h'} = \operatorname{hardtanh}")
+    assert not any("inplace" in line for line in root), root
+
+
 def test_a_failed_check_keeps_the_inputs_it_ran_on(capsys):
     """Exit 1 on a mismatch, and stderr still says how the inputs were found: the failure's context."""
     assert main(["describe", f"{SPEC}:lies", "--verify"]) == 1

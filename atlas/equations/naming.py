@@ -18,7 +18,7 @@ from atlas.equations.symbols import HINTS, parts, stream_of, subscripted, tex_na
 
 def _param_tex(sym, siblings: dict) -> str:
     base = sym.base or "w"
-    if base.startswith("\\") or base[:1].isupper() or "{" in base:
+    if base.startswith("\\") or "{" in base:
         tex = base
     elif base in ("gain", "gamma", "g", "scale") and sym.shape is not None and len(sym.shape) == 1:
         tex = r"\gamma"
@@ -119,6 +119,8 @@ def _forward_name(draft, value) -> str | None:
 
 def _value_tex(sym, draft, syms) -> str:
     base = sym.base
+    if base is not None and not base.lstrip("_")[:1].isalpha():
+        base = None             # a container entry's index (the output of Sequential's `0`) is no name: 0 = W x
     if base is None:
         if sym.output:
             return "y"

@@ -82,17 +82,19 @@ class Dropout(Node):
 
 
 class Apply(Node):
-    """Any other torch call, printed by its name and run as the same call: Apply(args, kwargs)."""
+    """Any other torch call, printed by its name and run as the same call: Apply(args, kwargs). An `inplace` flag
+    is no part of the math (F.leaky_relu(h, 0.2, inplace=True) computes what it computes out of place): neither
+    printed nor passed, so a run never changes a value another step reads."""
 
     def tex(self, p):
         args, kwargs = self.args
         shown = [_arg_tex(p, a) for a in args] + [r"\mathrm{" + k.replace("_", r"\_") + "}{=}" + _arg_tex(p, v)
-                                                  for k, v in kwargs.items() if v is not None]
+                                                  for k, v in kwargs.items() if v is not None and k != "inplace"]
         name = self.meta["name"].replace("_", r"\_")
         return r"\operatorname{" + name + r"}\!\left(" + r",\,".join(shown) + r"\right)"
 
     def run(self, ev, args, kwargs):
-        return self.meta["func"](*args, **kwargs)
+        return self.meta["func"](*args, **{k: v for k, v in kwargs.items() if k != "inplace"})
 
 
 def _arg_tex(p, x) -> str:

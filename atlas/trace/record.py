@@ -202,7 +202,8 @@ class Recorder(TorchFunctionMode):
             return func(*args, **kwargs)
         site, frame = self._site()
         out = _call(func, short, args, kwargs)
-        inplace = short in _INPLACE_DUNDERS or (short.endswith("_") and not short.endswith("__"))
+        inplace = short in _INPLACE_DUNDERS or (short.endswith("_") and not short.endswith("__")) or \
+            _inplace_flag(func, args, kwargs)
         self.paused += 1
         try:
             enc_args, enc_kwargs = self.encode(args), self.encode(kwargs)
@@ -494,6 +495,27 @@ def _has_float(x) -> bool:
 
 def _tensors(x) -> list[torch.Tensor]:
     return leaves(x, torch.Tensor)
+
+
+_INPLACE_AT: dict = {}      # a callable -> the position of its `inplace` parameter (-1: none)
+
+
+def _inplace_flag(func, args, kwargs) -> bool:
+    """A functional asked to change its input: F.relu(x, inplace=True), F.dropout(x, 0.1, False, True), as
+    nn.ReLU(inplace=True) calls it. The result is the input object, changed: a new value, not the same one."""
+    if "inplace" in kwargs:
+        return bool(kwargs["inplace"])
+    try:
+        at = _INPLACE_AT[func]
+    except (KeyError, TypeError):
+        try:
+            names = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):         # a builtin without a signature: torch.relu_ is named as in-place
+            names = []
+        at = names.index("inplace") if "inplace" in names else -1
+        with contextlib.suppress(TypeError):
+            _INPLACE_AT[func] = at
+    return 0 <= at < len(args) and args[at] is True
 
 
 def _is_input(output, args, kwargs) -> bool:
