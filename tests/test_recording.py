@@ -8,6 +8,7 @@ import json
 import linecache
 import weakref
 
+import pytest
 import sympy
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -160,6 +161,15 @@ def test_an_activation_that_changes_its_input_in_place_is_in_the_equations():
     root = lines(doc, "")      # the flag is no part of the math: not printed (and not passed when the check runs)
     assert root[0].startswith(r"h = \operatorname{leaky\_relu}") and root[1].startswith(r"{h'} = \operatorname{hardtanh}")
     assert not any("inplace" in line for line in root), root
+
+
+@pytest.mark.parametrize("name", ["small_vae", "mc_dropout"])
+def test_random_numbers_forward_draws_are_drawn_again_by_the_equations(name):
+    """A VAE's randn_like and Monte-Carlo dropout: forward() and the equations draw from the same random state,
+    in the same order, so they agree. The equations drew from another state and missed (exit 1, nothing built)."""
+    doc = document(load(f"{SPEC}:{name}"), Settings(cost=False))
+    assert [c.id for c in doc.components if not c.equations.verification.verified] == [], \
+        [(c.id, c.equations.verification.reason) for c in doc.components]
 
 
 def test_a_failed_check_keeps_the_inputs_it_ran_on(capsys):

@@ -43,7 +43,8 @@ def _dropout(L: Lowering):
     p = L.get("p", 0.5)
     if not training or p == 0:
         return L.operand()
-    return n.Dropout(L.operand(), Num(p))
+    # the code's own True (training=True), not a module's mode: the model was recorded in evaluation
+    return n.Dropout(L.operand(), Num(p), always=training is True)
 
 
 def _linear(L: Lowering):

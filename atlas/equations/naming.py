@@ -18,8 +18,8 @@ from atlas.equations.symbols import HINTS, parts, stream_of, subscripted, tex_na
 
 def _param_tex(sym, siblings: dict) -> str:
     base = sym.base or "w"
-    if base.startswith("\\") or "{" in base:
-        tex = base
+    if base.startswith("\\") or "{" in base or re.fullmatch(r"[A-Z](_[A-Za-z0-9])?", base):
+        tex = base              # TeX as it is (W_Q); B_mat would read as B with the subscript m, then "at"
     elif base in ("gain", "gamma", "g", "scale") and sym.shape is not None and len(sym.shape) == 1:
         tex = r"\gamma"
     elif base == "weight":

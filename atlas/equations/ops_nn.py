@@ -71,14 +71,16 @@ class Conv(Node):
 
 
 class Dropout(Node):
-    """Dropout while training; the identity in evaluation, where pages are checked."""
+    """Dropout while training; the identity in evaluation, where pages are checked. Where the code asks for it in
+    evaluation too (F.dropout(x, p, training=True): Monte-Carlo dropout), meta["always"]: the check draws the mask,
+    from the random state forward() drew its own from."""
 
     def tex(self, p):
         x, rate = self.args
         return r"\operatorname{dropout}_{" + p.print(rate) + r"}\!\left(" + p.print(x) + r"\right)"
 
     def run(self, ev, x, rate):
-        return x
+        return F.dropout(x, rate, training=True) if self.meta.get("always") else x
 
 
 class Apply(Node):

@@ -160,8 +160,8 @@ _DTYPE = re.compile(r"dtype|Double|Float|Half|BF16|bfloat16|float64|expected sca
 
 def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, seed: int, working: str,
              remake_floats: bool):
-    """A fresh instance, its inputs for the check, those inputs by parameter name, and forward()'s outputs on
-    them; or forward()'s error (file:line) where it did not run."""
+    """A fresh instance, its inputs for the check, those inputs by parameter name, forward()'s outputs on them
+    (or forward()'s error, file:line, where it did not run), and torch's random state forward() started from."""
     torch.manual_seed(seed)
     inst = materialize(module, dtype, seed)
     made = CheckInputs(inst, module, sizes, dtype, seed, working, remake_floats)
@@ -173,10 +173,11 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
                   for k, v in call.kwargs.items()}
         named = bound_arguments(inst, args, kwargs)
         own_args, own_kwargs = copies((args, kwargs))
+        state = torch.random.get_rng_state()
         with torch.no_grad():
-            return inst, made, named, flat(inst(*own_args, **own_kwargs)), None
+            return inst, made, named, flat(inst(*own_args, **own_kwargs)), None, state
     except Exception as exc:  # forward() does not run on these inputs
-        return inst, made, None, None, where(exc)
+        return inst, made, None, None, where(exc), None
 
 
 def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: torch.dtype, seed: int,
@@ -184,11 +185,11 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
     """The verification, and forward()'s own error where it did not run."""
     tol = tolerance_for(prog, dtype, working)
     dname = str(dtype).removeprefix("torch.")
-    inst, made, named, expected, error = _forward(module, call, sizes, dtype, seed, working, remake_floats=False)
+    inst, made, named, expected, error, state = _forward(module, call, sizes, dtype, seed, working, remake_floats=False)
     if error is not None:   # random floats where the code relies on the model's own (a mask it counts): remade
         again = _forward(module, call, sizes, dtype, seed, working, remake_floats=True)
         if again[4] is None:
-            inst, made, named, expected, error = again
+            inst, made, named, expected, error, state = again
     if error is not None:   # the module itself does not run on these inputs: nothing to compare with
         if made.made_up:
             name, why = next(iter(made.made_up.items()))
@@ -198,6 +199,7 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
         return Verification(False, tolerance=tol, dtype=dname,
                             reason=msg("not run: forward() failed on the example inputs: %(error)s", error=error)), error
     try:
+        torch.random.set_rng_state(state)   # the numbers forward() drew (a VAE's randn_like), drawn again in order
         with torch.no_grad():
             got = flat(prog.run(inst, named, sizes, dtype, working))
     except DataDependentSize as exc:    # a limit of the equations, stated: not a disagreement with forward()
