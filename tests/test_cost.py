@@ -233,3 +233,16 @@ def test_recurrent_layers_count_their_weight_products():
     t = dict(doc.cost_summary.pinned).get("T", T)         # the kernel's decomposition loops over time: T pinned
     assert sympy.sympify(doc.cost.flops, locals={"B": B, "T": T}) == 2 * B * t * 2 * (18 * 5 + 18 * 6 + 18 * 12 + 18 * 6)
     assert "gru" not in doc.cost.uncounted
+
+
+def test_grouped_experts_are_recorded_in_the_models_own_dtype():
+    """torch's meta kernel for grouped_mm takes bfloat16 only (CUDA's rule); the CPU kernel takes float32. A float32
+    MoE model was recorded in bfloat16 "because its forward failed": half the activation bytes, bfloat16 outputs,
+    and casts on its pages that its code never makes. Its activations are the tokens (B × 8 × 4 bytes), not the
+    experts' weights."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:grouped_experts")
+    doc = pipeline.document(loaded, pipeline.Settings())
+    root = doc.root
+    assert doc.input_notes == () and root.shapes.outputs[0].dtype == "float32"
+    assert root.equations.verification.verified
+    assert (root.cost.flops, root.cost.activation_bytes) == ("128*B", "32*B")       # 2 · B · 8 · 8; x saved

@@ -465,11 +465,29 @@ def _call(func, short: str, args, kwargs):
         args = (args[0].detach(), *args[1:]) if isinstance(args[0], torch.Tensor) else args
         with torch.no_grad():
             return decomposition_table[getattr(torch.ops.aten, short).input](*args, **kwargs)
+    if short in _GROUPED_MM and len(args) > 1 and _meta_kernel_only_bf16(args[0], args[1]):
+        # torch's meta kernel for grouped matmuls takes bfloat16 alone, as CUDA's does, where the CPU kernel takes
+        # any float. The record keeps the call as the code made it; its result here comes from a product of the
+        # same shape that saves what the kernel saves for the backward pass (the tokens, and the experts' weights,
+        # which are no activations): a float32 model is recorded in float32.
+        a, b = args[0], args[1]
+        if a.dim() == 2 and b.dim() == 3 and kwargs.get("out_dtype") in (None, a.dtype) and kwargs.get("bias") is None \
+                and len(args) < 4:
+            return a @ b[0]                 # (tokens, in) x (experts, in, out), grouped by offsets -> (tokens, out)
+        return func(a.to(torch.bfloat16), b.to(torch.bfloat16), *args[2:], **kwargs).to(a.dtype)
     if short == "interpolate" and args and upsample.symbolic(args[0]):
         out = upsample.interpolate(*args, **kwargs)
         if out is not None:
             return out
     return func(*args, **kwargs)
+
+
+_GROUPED_MM = ("grouped_mm", "_grouped_mm")
+
+
+def _meta_kernel_only_bf16(a, b) -> bool:
+    fake = isinstance(a, torch.Tensor) and (a.is_meta or type(a).__name__ == "FakeTensor")
+    return fake and isinstance(b, torch.Tensor) and a.is_floating_point() and a.dtype == b.dtype != torch.bfloat16
 
 
 def _unpack(t):
