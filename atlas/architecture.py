@@ -404,6 +404,21 @@ def stated_contexts(config) -> list[tuple[str, int]]:
     return [(name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
 
 
+def position_tables(root: Call | None) -> dict[str, tuple[int, str]]:
+    """The symbol each table of absolute positions is looked up by, and its rows: T <= 32 for nanoGPT's `wpe`
+    (module path). Fake tensors never check an index against a table, so the record itself does not say."""
+    out: dict[str, tuple[int, str]] = {}
+    for call in (root.calls() if root is not None else ()):
+        if isinstance(call.module, nn.Embedding):
+            idx = _lookup_index(call)
+            last = idx.shape[-1] if idx is not None and idx.shape else None
+            if getattr(last, "is_Symbol", False) and _absolute_positions(idx):
+                rows = call.module.num_embeddings
+                if str(last) not in out or rows < out[str(last)][0]:
+                    out[str(last)] = (rows, call.path)
+    return out
+
+
 def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
     stated = [Trait(value, None, name) for name, value in stated_contexts(getattr(model, "config", None))]
     if stated:

@@ -19,10 +19,12 @@ from atlas.trace.shapes import first_call_of, record_of
 REFERENCE = {"B": 1, "T": 1024, "S": 1024, "H": 224, "W": 224}
 
 
-def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None) -> tuple[tuple[str, int], ...]:
+def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
+                    upper: dict | None = None) -> tuple[tuple[str, int], ...]:
     """Where pages evaluate the formulas: at a size the code was pinned to, if it was; the model's
     `atlas_reference_sizes`, else B = 1 and T (and an encoder-decoder's source length S) = 1024, within the config's
-    position limit; images 224 × 224."""
+    position limit and within the largest size the code allows (`upper`: a table of 32 positions, an assert, a
+    --dim bound); images 224 × 224."""
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
     limit = next((value for _, value in stated_contexts(getattr(model, "config", None))), None)
     out = []
@@ -30,6 +32,8 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None) -> tu
         size = declared.get(sym, REFERENCE.get(sym, 16))
         if sym in ("T", "S") and limit is not None and sym not in declared:
             size = min(size, limit)
+        if sym in (upper or {}) and sym not in declared:
+            size = min(size, upper[sym])
         out.append((sym, int(size)))
     return tuple(out)
 
@@ -90,7 +94,8 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     kv = held(kv)
-    reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned})
+    reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned},
+                                {s: limit for s, (limit, _) in getattr(trace, "upper", {}).items()})
     summary = CostSummary(reference, int(kv) if kv != 0 and kv.is_Integer else None,
                           _attention_kernel(trace.root), tuple((s, v) for s, v in pinned.items() if s in symbols))
     return replace(doc, cost=root, cost_summary=summary)

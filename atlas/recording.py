@@ -96,11 +96,36 @@ def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
                     trace = retry
                     trace.dtype = name
                     break
+        if trace.error is None and trace.root is not None:
+            trace = _within_limits(model, trace, specs, choice, bounds, repeats)
         t.trace, t.choice, t.specs, t.symbols = trace, choice, specs, symbols
         if t.ok:
             return t
         t.first_error = t.first_error or trace.error
     return t
+
+
+def _within_limits(model, trace, specs, choice, bounds: dict, repeats):
+    """The record again, within the largest sizes the code allows, where it was made beyond one: a table of 16
+    positions looked up by an arange(T) made at T = 17 (fake tensors check no index), an `assert t <= block_size`.
+    The check runs the real forward() at the record's sizes, and pages evaluate costs within them too: the limits
+    go with the trace (trace.upper)."""
+    from atlas.architecture import position_tables
+    limits = dict(trace.upper)
+    for name, (_, high) in bounds.items():
+        if high is not None and (name not in limits or high < limits[name][0]):
+            limits[name] = (high, "--dim")
+    for name, (rows, path) in position_tables(trace.root).items():
+        if name not in limits or rows < limits[name][0]:
+            limits[name] = (rows, path)
+    over = {s: limit for s, (limit, _) in limits.items() if s in trace.hints and trace.hints[s] > limit}
+    if over:
+        capped = {**bounds, **{s: (bounds.get(s, (None, None))[0], limit) for s, limit in over.items()}}
+        again = trace_run.symbolic(model, specs, _hints(specs, list(trace.hints), choice.hints, capped), repeats)
+        if again.error is None and again.root is not None:
+            trace = again
+    trace.upper = {**limits, **{s: v for s, v in trace.upper.items() if s not in limits or v[0] < limits[s][0]}}
+    return trace
 
 
 def _escalate(model, tried: _Try, disc, fixed, bounds, vocab, repeats) -> tuple[_Try, object]:

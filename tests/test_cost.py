@@ -218,7 +218,9 @@ def test_a_cost_the_data_decides_says_so():
     doc = pipeline.document(loaded, pipeline.Settings(verify=False))
     # the call that decided the sizes, where the code makes it; not the run's own name for them (u0)
     assert doc.cost is None and doc.root.cost_reason.startswith("Not counted: one forward's cost depends on sizes")
-    assert doc.root.cost_reason.endswith("here, the sizes returned by Tensor.nonzero (contractions.py:90).")
+    code = (ROOT / "tests" / "fixtures" / "contractions.py").read_text().splitlines()
+    line = next(i for i, text in enumerate(code, 1) if ".nonzero()" in text)
+    assert doc.root.cost_reason.endswith(f"here, the sizes returned by Tensor.nonzero (contractions.py:{line}).")
     assert not re.search(r"\bu\d", doc.root.cost_reason)
     assert doc.component("router").cost is not None and doc.component("router").cost_reason is None
     page = render(doc)[f"{doc.slug}/index.md"]
@@ -246,3 +248,22 @@ def test_grouped_experts_are_recorded_in_the_models_own_dtype():
     assert doc.input_notes == () and root.shapes.outputs[0].dtype == "float32"
     assert root.equations.verification.verified
     assert (root.cost.flops, root.cost.activation_bytes) == ("128*B", "32*B")       # 2 · B · 8 · 8; x saved
+
+
+@pytest.mark.parametrize("name, limit", [("table_16", 16), ("assert_32", 32), ("buffer_24", 24)])
+def test_reference_and_check_sizes_stay_within_the_positions_the_code_allows(name, limit):
+    """A table of 16 positions: the check ran forward() at T = 17 ("not run: index out of range") and pages
+    evaluated costs at T = 1024, past the model's own context; the same for nanoGPT's `assert t <= block_size` and
+    a buffer of 24 rows cut by T."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:{name}")
+    doc = pipeline.document(loaded, pipeline.Settings(inputs=("idx:int64[B,T]",)))
+    assert dict(doc.cost_summary.reference)["T"] == limit
+    assert all(c.equations.verification.verified for c in doc.components), \
+        [(c.id, c.equations.verification.reason) for c in doc.components]
+
+
+def test_a_dim_bound_holds_for_the_reference_sizes_too():
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:assert_32")
+    doc = pipeline.document(loaded, pipeline.Settings(inputs=("idx:int64[B,T]",), verify=False,
+                                                      dim_bounds=(("T", None, 12),)))
+    assert dict(doc.cost_summary.reference)["T"] == 12

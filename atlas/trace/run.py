@@ -57,6 +57,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
                       specialized_at=tuple(si.specialized_sites()))
         trace.saved = rec.saved
         trace.assumed = si.shape_env.assumed_values()
+        trace.upper = si.upper_bounds()
         return trace
     finally:                            # an error escaping the run must not keep it either
         si.shape_env.on_guard = None

@@ -138,6 +138,7 @@ class Trace:
     extra: dict = field(default_factory=dict)   # module path -> its own record (a module the model never calls)
     saved: dict = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward pass
     assumed: dict = field(default_factory=dict)  # unbacked symbol name (u0) -> the value the run assumed for it
+    upper: dict = field(default_factory=dict)    # symbol name -> (the largest size the code allows, file:line)
 
     def first_calls(self) -> dict:
         """module path -> its first call in the run."""

@@ -215,6 +215,20 @@ class SymbolicInputs:
             known = self._cache[node_expr] = int(expr) if expr.is_Integer else expr
         return known
 
+    def upper_bounds(self) -> dict[str, tuple[int, str | None]]:
+        """The largest size the code lets each symbol take, and the line that said so: a guard the run added
+        (`assert t <= block_size`, a slice of a 64-row table that must hold T rows), as the ShapeEnv's range."""
+        out = {}
+        for sym_expr, name in self._map.items():
+            upper = self.shape_env.var_to_range.get(sym_expr)
+            upper = upper.upper if upper is not None else None
+            if getattr(upper, "is_Integer", False) and int(upper) < 2 ** 31:
+                site = next(((g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()") for g in self.shape_env.guards
+                             if sym_expr in g.expr.free_symbols and isinstance(g.expr, sympy.core.relational.Relational)
+                             and not isinstance(g.expr, (sympy.Eq, sympy.Ne))), None)
+                out.setdefault(str(name), (int(upper), site))
+        return out
+
     def specialized(self) -> list[str]:
         """Symbols the run fixed to their hint: code that needed their exact value (a Python int), or a number
         made from it (`int(math.ceil(H / 2) * 2)`: a guard that 2*ceiling(H/2) is 40 holds for H = 39 or 40 only)."""
