@@ -143,8 +143,13 @@ def _checkpoint_problems(docs) -> list[str]:
     return lines
 
 
+_FORWARD_FAILED = "not run: forward() failed on the example inputs: %(error)s"
+
+
 def _inputs_report(docs, strict: bool) -> int:
-    """On stderr: how each model's example inputs were found, and loudly, a forward that did not run."""
+    """On stderr: how each model's example inputs were found, and loudly, a forward that did not run: the record's
+    (on fake tensors), or the real one a check ran (on tensors with values: a table of positions indexed past its
+    rows, `--dim T=300` beside 256 positions)."""
     from atlas import i18n
     failed = 0
     for doc in docs:
@@ -154,6 +159,15 @@ def _inputs_report(docs, strict: bool) -> int:
             failed += 1
             print(f"atlas: {doc.name}: {i18n.render(doc.forward_failure)}; give example inputs with --input "
                   "NAME:DTYPE[DIMS] (or atlas_inputs on the model)", file=sys.stderr)
+            continue
+        real = [c for c in doc.components if c.equations is not None and c.equations.verification is not None
+                and getattr(c.equations.verification.reason, "msgid", None) == _FORWARD_FAILED]
+        if real:
+            failed += 1
+            first = real[0]
+            print(f"atlas: {doc.name}: forward() failed on the inputs the check made for {len(real)} component(s), "
+                  f"{first.id or '(model)'} first: {dict(first.equations.verification.reason.args)['error']}",
+                  file=sys.stderr)
     return EXIT_STALE if strict and failed else EXIT_OK
 
 

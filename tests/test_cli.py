@@ -188,3 +188,14 @@ def test_describe_table_indents_by_the_tree(capsys):
     lines = capsys.readouterr().out.splitlines()
     depth = {line.split()[0]: len(line) - len(line.lstrip()) for line in lines if line[:2] == "  "}
     assert depth["Inner"] == 2 and depth["Linear"] == depth["Block"] == 4
+
+
+def test_strict_fails_when_the_checks_real_forward_does_not_run(capsys):
+    """`--dim T=20` beside a table of 16 positions: the record (fake tensors check no index) runs, the check's real
+    forward() does not. That was exit 0 with --strict and a silent stderr; the components said "not run"."""
+    args = ["describe", fixture_spec("table_16"), "--input", "idx:int64[B,T]", "--dim", "T=20", "--verify"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "atlas: PositionLimited: forward() failed on the inputs the check made for 2 component(s), (model) " \
+           "first: IndexError: index out of range in self (models.py:" in err
+    assert main([*args, "--strict"]) == 1
