@@ -12,7 +12,7 @@ from torch import nn
 from atlas.architecture import stated_contexts
 from atlas.equations.recorded import unbacked
 from atlas.i18n import msg
-from atlas.model import Cost, CostSummary, ModelDoc
+from atlas.model import Cost, CostSummary, ModelDoc, ShapeStatus
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
 from atlas.trace.shapes import first_call_of, record_of
 
@@ -67,8 +67,8 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     out, kv, itemsize = [], sympy.Integer(0), None
     for comp in doc.components:
         call = first_call_of(trace, model, comp.module_paths[0])
-        if call is None:
-            out.append(comp)
+        if call is None or comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
+            out.append(comp)            # no shapes, no sizes to state a count at (a forward that stopped before)
             continue
         flops, causal, uncounted = costs.of(call)
         saved = record_of(trace, comp.module_paths[0]).saved
@@ -90,7 +90,8 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
     own = [rec.symbols for rec in trace.extra.values()]     # parts the forward never calls: their own records
-    symbols = sorted({str(s) for table in [trace.symbols, *own] if table for s in table.values()} | set(fixed or ()))
+    symbols = sorted({str(s) for table in [trace.symbols, *own] if table for s in table.values()} | set(fixed or ())
+                     | set(pinned))         # a record at concrete sizes (probes) names none: its sizes are these
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     kv = held(kv)

@@ -267,3 +267,19 @@ def test_a_dim_bound_holds_for_the_reference_sizes_too():
     doc = pipeline.document(loaded, pipeline.Settings(inputs=("idx:int64[B,T]",), verify=False,
                                                       dim_bounds=(("T", None, 12),)))
     assert dict(doc.cost_summary.reference)["T"] == 12
+
+
+def test_counts_from_a_record_at_concrete_sizes_say_which():
+    """A forward that runs on no fake tensors is recorded at the probes' sizes: its counts hold there, and the pages
+    said "At : 64 FLOPs", naming none. A forward that stops halfway gives no shapes, and no counts at all (a layer
+    that ran before the failure had a count at sizes no page states)."""
+    from atlas.render import render
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:through_numpy"),
+                            pipeline.Settings(verify=False))
+    b = dict(doc.cost_summary.pinned)["B"]
+    assert dict(doc.cost_summary.reference) == {"B": b} and doc.root.cost.flops == str(2 * 4 * 4 * b)
+    page = render(doc)[f"{doc.slug}/index.md"]
+    assert f"At B = {b}: " in page and "At :" not in page
+    stopped = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:stops_halfway"),
+                                pipeline.Settings(verify=False))
+    assert [c.cost for c in stopped.components] == [None, None]
