@@ -21,6 +21,14 @@ def _output(comp, doc: ModelDoc) -> str:
     return (" ".join(outs) if outs else "—") + own
 
 
+def _tied(comp) -> str:
+    """A component whose every tensor is another's, counted there (a tied LM head): its parameters are in the
+    model's total once, at the other place."""
+    if comp.rows and all(r.shared_with and not r.counted for r in comp.rows):
+        return " (tied: counted at " + ", ".join(dict.fromkeys(p for r in comp.rows for p in r.shared_with)) + ")"
+    return ""
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) < width else text[:width - 2] + "…"
 
@@ -35,7 +43,7 @@ def table(doc: ModelDoc) -> str:
         name = _cut("  " * depth[comp.id] + comp.name, w[0])
         cls = _cut(comp.cls.rsplit(".", 1)[-1], w[1])
         lines.append(f"{name:{w[0]}}{cls:{w[1]}}{comp.instances:>{w[2]}} {comp.parameters_per_instance:>{w[3]},}  "
-                     f"{_output(comp, doc)}")
+                     f"{_output(comp, doc)}{_tied(comp)}")
     t = doc.totals
     lines.append("─" * (len(head) + 24))
     symbols = ", ".join(f"{s} {n}" for s, n in doc.dims.symbols if any(s in str(x) for x in doc.inputs))

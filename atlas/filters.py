@@ -212,7 +212,7 @@ def doc_text(text: str) -> str:
 
 
 TAGS = {"learned": msg("learned"), "frozen": msg("frozen"), "partly frozen": msg("partly frozen"),
-        "parameter-free": msg("parameter-free")}
+        "parameter-free": msg("parameter-free"), "tied": msg("tied")}
 
 
 def tag_label(tag: str) -> str:

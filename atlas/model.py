@@ -17,6 +17,7 @@ class Tag(str, Enum):
     FROZEN = "frozen"
     PARTLY_FROZEN = "partly frozen"
     PARAMETER_FREE = "parameter-free"
+    TIED = "tied"                   # every tensor it holds is another component's, counted there (a tied LM head)
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,17 @@ class FrozenPart:
 
 
 def tag(doc: ModelDoc, comp: Component) -> Tag:
-    trained = frozen = 0
+    trained = frozen = elsewhere = 0
     for c in subtree(doc, comp):
         for r in c.rows:
-            if r.trained:
+            if r.shared_with and not r.counted:
+                elsewhere += r.count
+            elif r.trained:
                 trained += r.count
             else:
                 frozen += r.count
     if trained == 0 and frozen == 0:
-        return Tag.PARAMETER_FREE
+        return Tag.TIED if elsewhere else Tag.PARAMETER_FREE
     if frozen == 0:
         return Tag.LEARNED
     return Tag.FROZEN if trained == 0 else Tag.PARTLY_FROZEN
@@ -143,7 +145,7 @@ class TreeNode:
     trained: int                # trained parameters at this position, all instances, each tensor once
     share: float                # of the model's trained parameters, 0..1
     children: tuple             # TreeNode, ...
-    tag: str = Tag.LEARNED.value    # learned, frozen, partly frozen or parameter-free
+    tag: str = Tag.LEARNED.value    # learned, frozen, partly frozen, parameter-free or tied
 
 
 def trained_total(doc: ModelDoc, comp: Component) -> int:

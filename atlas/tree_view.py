@@ -2,7 +2,8 @@
 
 Each row is a name (linked) over its class, the instances, the parameters of one instance and of all,
 and the share of the model's trained parameters: a bar, or the word "frozen" where the component trains
-nothing. Nesting indents the name cell only, so the number columns line up down the whole tree; how
+nothing ("tied" where what it holds is another component's, counted there). Nesting indents the name cell
+only, so the number columns line up down the whole tree; how
 the columns fold on a narrow screen is docs/assets/atlas.css's business. Class names may break
 between their words (GPT2 | Model), never inside one.
 """
@@ -33,7 +34,7 @@ def class_name(qualified: str) -> str:
 def share(node) -> str:
     """The last cell: the trained share as a bar and a percentage, or what the component is instead."""
     if node.trained == 0:
-        if node.tag in ("frozen", "parameter-free"):
+        if node.tag in ("frozen", "parameter-free", "tied"):
             return f'<span class="atlas-tag atlas-tag--{node.tag}">{_esc(tag_label(node.tag))}</span>'
     percent = i18n.percent(node.share) if node.share >= SMALLEST_SHARE else "< " + i18n.percent(SMALLEST_SHARE)
     title = i18n.render(i18n.msg("%(percent)s of the trained parameters", percent=percent))

@@ -199,3 +199,18 @@ def test_strict_fails_when_the_checks_real_forward_does_not_run(capsys):
     assert "atlas: PositionLimited: forward() failed on the inputs the check made for 2 component(s), (model) " \
            "first: IndexError: index out of range in self (models.py:" in err
     assert main([*args, "--strict"]) == 1
+
+
+def test_a_tied_head_is_marked_tied_not_a_sliver_of_the_parameters(capsys):
+    """nanoGPT's LM head holds the token embedding's weight, counted there: the tree gave it "< 0.1%" of the trained
+    parameters and the table its 3,072 with no mark, so the rows added up to more than the total."""
+    from atlas import pipeline
+    from atlas.render import render
+    spec = f"{ROOT / 'tests' / 'fixtures' / 'nanogpt.py'}:gpt"
+    assert main(["describe", spec]) == 0
+    head = next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("LM head"))
+    assert head.endswith("(tied: counted at transformer.wte.weight)"), head
+    doc = pipeline.describe(spec)
+    page = render(doc)[f"{doc.slug}/index.md"]
+    item = next(li for li in page.split("<li") if ">LM head</a>" in li)
+    assert 'atlas-tag--tied">tied<' in item and "&lt; 0.1%" not in item and "< 0.1%" not in item
