@@ -52,9 +52,10 @@ def _distinct(traits) -> tuple[Trait, ...]:
     return tuple(out)
 
 
-def _lists(doc: ModelDoc) -> list[tuple[list[Component], int]]:
+def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) -> list[tuple[list[Component], int]]:
     """The lists of blocks, outermost only: (their entries' components, how many entries). An entry listed apart
-    (model.layers.0) and the repeated rest (model.layers.1-3) are one list of four."""
+    (model.layers.0) and the repeated rest (model.layers.1-3) are one list of four. A list whose entries the
+    forward runs side by side (experts, each on its own tokens) is no stack of layers: `side_by_side` lists those."""
     lists: dict[str, list[Component]] = {}
     inside: list[Component] = []
     for comp in doc.components[1:]:
@@ -66,14 +67,37 @@ def _lists(doc: ModelDoc) -> list[tuple[list[Component], int]]:
     out = []
     for parent, members in lists.items():
         entries = {p for m in members for p in m.module_paths if p.rpartition(".")[0] == parent}
-        if len(entries) >= 2:
+        if len(entries) >= 2 and _side_by_side(root, parent) == side_by_side:
             out.append((members, len(entries)))
     return out
 
 
-def _stacks(doc: ModelDoc) -> list[Component]:
+def _side_by_side(root: Call | None, parent: str) -> bool:
+    """Whether the forward ran the list's second entry on something other than the first one's result: experts
+    (each on the rows routed to it), not layers (each on the one before)."""
+    calls: dict[int, Call] = {}
+    for call in (root.calls() if root is not None else ()):
+        owner, _, index = call.path.rpartition(".")
+        if owner == parent and index.isdigit():
+            calls.setdefault(int(index), call)
+    if 0 not in calls or 1 not in calls:
+        return False
+    first = {id(r.value) for r in _refs(calls[0].out)}
+    todo, seen = [(r.value, 0) for r in _refs((calls[1].args, calls[1].kwargs))], set()
+    while todo:
+        v, depth = todo.pop()
+        if id(v) in first:
+            return False
+        if id(v) in seen or v.made_by is None or depth >= 6:
+            continue
+        seen.add(id(v))
+        todo += [(r.value, depth + 1) for r in _refs((v.made_by.args, v.made_by.kwargs))]
+    return True
+
+
+def _stacks(doc: ModelDoc, root: Call | None = None) -> list[Component]:
     """The components of every list of blocks' entries."""
-    return [m for members, _ in _lists(doc) for m in members]
+    return [m for members, _ in _lists(doc, root) for m in members]
 
 
 def _descendants(doc: ModelDoc, comp: Component):
@@ -436,7 +460,7 @@ def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
 
 def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
     root = trace.root if trace is not None else None
-    stacks = _stacks(doc)
+    stacks = _stacks(doc, root)
     widths, heads, kv, ffn, experts = [], [], [], [], []
     for stack in stacks:
         width = _width(stack)
@@ -450,8 +474,9 @@ def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
         f, e = _ffn(doc, stack, width)
         ffn += f
         experts += e
+    experts += [Trait(n, max(members, key=lambda m: m.repeat).id) for members, n in _lists(doc, root, True)]
     arch = Architecture(
-        layers=tuple(Trait(n, max(members, key=lambda m: m.repeat).id) for members, n in _lists(doc)),
+        layers=tuple(Trait(n, max(members, key=lambda m: m.repeat).id) for members, n in _lists(doc, root)),
         width=_distinct(widths), heads=_distinct(heads),
         kv_heads=_distinct(kv), ffn=_distinct(ffn), experts=_distinct(experts),
         vocabulary=_distinct(_vocabulary(model, doc, root)), context=_distinct(_context(model, doc, root)),

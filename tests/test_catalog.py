@@ -147,3 +147,10 @@ def test_a_normalization_subclassed_in_the_models_code_is_a_norm():
     doc = _doc("tests/fixtures/norms.py:own_group_norm")
     assert [(t.value, t.component) for t in doc.architecture.norms] == [("GroupNorm", "blocks.norm")]
     assert doc.component("blocks.norm").equations.normalizes
+
+
+def test_a_list_of_experts_is_no_stack_of_layers():
+    """Four expert blocks in a ModuleList, each run on the rows routed to it: the catalog read 4 layers and no
+    experts. A list is a stack where each entry runs on the one before's result."""
+    a = _doc("tests/fixtures/models.py:top_two_experts").architecture
+    assert a.layers == () and [(t.value, t.component) for t in a.experts] == [(4, "experts")]
