@@ -64,6 +64,12 @@ def _flops_per_token(doc: ModelDoc) -> tuple[float, str] | None:
     return at_reference(doc.cost.flops, doc.cost_summary.reference) / per, ("T" in ref)
 
 
+def _experts_of(a, ffn):
+    """The experts an FFN width belongs to: those of its component or of one above it."""
+    return next((e for e in a.experts if ffn.component and e.component
+                 and (ffn.component == e.component or ffn.component.startswith(e.component + "."))), None)
+
+
 def rows(docs: list[ModelDoc]) -> list[Row]:
     out = []
     for doc in docs:
@@ -76,9 +82,9 @@ def rows(docs: list[ModelDoc]) -> list[Row]:
                             paths.link(PAGE, paths.page_path(doc, doc.component(h.component))))
                            for h, k in zip(a.heads, a.kv_heads)), ", ")
         ffn = _cell(doc, a.ffn, ", ")
-        if a.experts:
-            ffn = Cell(tuple((f"{_number(e.value)} × {text}", link) for e in a.experts[:1]
-                             for text, link in ffn.parts), ", ")
+        if a.experts:       # "8 × 32" for the experts' width; a dense layer beside them (DeepSeek's first) reads 128
+            ffn = Cell(tuple((f"{_number(e.value)} × {text}" if e else text, link)
+                             for f, (text, link) in zip(a.ffn, ffn.parts) for e in [_experts_of(a, f)]), ", ")
         out.append(Row(doc, href, {
             "layers": _cell(doc, a.layers), "width": _cell(doc, a.width, ", "), "heads": heads, "ffn": ffn,
             "vocabulary": _cell(doc, a.vocabulary, ", "), "context": _cell(doc, a.context, ", "),

@@ -4,6 +4,8 @@ and the data flow each forward recorded."""
 import pytest
 
 from atlas import pipeline
+from atlas.catalog import _experts_of
+from atlas.model import Architecture, Trait
 from atlas.spec import load
 
 SUITE = "tests/fixtures/hf_suite.py"
@@ -154,3 +156,14 @@ def test_a_list_of_experts_is_no_stack_of_layers():
     experts. A list is a stack where each entry runs on the one before's result."""
     a = _doc("tests/fixtures/models.py:top_two_experts").architecture
     assert a.layers == () and [(t.value, t.component) for t in a.experts] == [(4, "experts")]
+
+
+def test_only_the_experts_width_reads_as_so_many_experts():
+    """DeepSeek-V3's first layer is one dense MLP of 128 beside 8 experts of 32 in the others: the cell read
+    "8 × 128, 8 × 32", every width taken for the experts'."""
+    from atlas.catalog import rows
+    olmoe = _doc(f"{SUITE}:olmoe")
+    assert rows([olmoe])[0].cells["ffn"].parts[0][0] == "4 × 128"
+    dense_then_moe = Architecture(ffn=(Trait(128, "layers.0.mlp.gate_proj"), Trait(32, "layers.1.mlp.experts")),
+                                  experts=(Trait(8, "layers.1.mlp.experts"),))
+    assert [e and e.value for e in map(lambda f: _experts_of(dense_then_moe, f), dense_then_moe.ffn)] == [None, 8]
