@@ -15,6 +15,7 @@ from atlas.i18n import msg
 from atlas.model import Cost, CostSummary, ModelDoc, ShapeStatus
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
 from atlas.trace.shapes import first_call_of, record_of
+from atlas.trace.structures import refs
 
 REFERENCE = {"B": 1, "T": 1024, "S": 1024, "H": 224, "W": 224}
 
@@ -139,6 +140,29 @@ def _attention_kernel(root) -> str | None:
         for ev in call.events:
             if getattr(ev, "name", "") == "scaled_dot_product_attention":
                 fused = True
-            elif getattr(ev, "name", "") in ("softmax", "Tensor.softmax"):
+            elif getattr(ev, "name", "") in ("softmax", "Tensor.softmax") and ev.args and _scores(ev.args[0]):
                 written = True
     return "fused" if fused and not written else "explicit" if written and not fused else "both" if fused else None
+
+
+_PRODUCTS = {"matmul", "Tensor.matmul", "Tensor.__matmul__", "bmm", "Tensor.bmm", "einsum", "baddbmm",
+             "Tensor.baddbmm"}
+
+
+def _scores(arg, depth: int = 6) -> bool:
+    """Whether a softmax weighs attention scores: a product of two computed values (q kᵀ), scaled, capped or
+    masked on the way; not a router's or a classifier's logits, a product with a weight matrix."""
+    todo, seen = [(getattr(arg, "value", None), 0)], set()
+    while todo:
+        value, d = todo.pop()
+        ev = getattr(value, "made_by", None)
+        if ev is None or id(value) in seen or d >= depth:
+            continue
+        seen.add(id(value))
+        operands = [r.value for r in refs((ev.args, ev.kwargs))]
+        if ev.name in _PRODUCTS:
+            if len([v for v in operands if v.kind not in ("param", "buffer") and v.shape]) >= 2:
+                return True
+            continue
+        todo += [(v, d + 1) for v in operands]      # through a scale, a cap, a mask added on either side
+    return False

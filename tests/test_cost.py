@@ -283,3 +283,14 @@ def test_counts_from_a_record_at_concrete_sizes_say_which():
     stopped = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:stops_halfway"),
                                 pipeline.Settings(verify=False))
     assert [c.cost for c in stopped.components] == [None, None]
+
+
+def test_a_softmax_is_attention_only_over_scores(ldlm_doc):
+    """A router's softmax, over logits from a weight matrix, was reported as attention written out; the LDLM's
+    latent encoder weighs q kᵀ (softcapped), its frozen GPT-2 runs the fused kernel."""
+    experts = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:top_two_experts"),
+                                pipeline.Settings(verify=False))
+    assert experts.cost_summary.attention is None and experts.root.cost_reason is not None
+    kinds = {c.id: c.cost.attention for c in ldlm_doc.components if c.cost is not None}
+    assert (kinds[""], kinds["latent_encoder.blocks.attn"], kinds["frozen_lm.transformer.h.attn"]) == \
+        ("both", "explicit", "fused")
