@@ -294,3 +294,22 @@ def test_a_softmax_is_attention_only_over_scores(ldlm_doc):
     kinds = {c.id: c.cost.attention for c in ldlm_doc.components if c.cost is not None}
     assert (kinds[""], kinds["latent_encoder.blocks.attn"], kinds["frozen_lm.transformer.h.attn"]) == \
         ("both", "explicit", "fused")
+
+
+def test_an_einsum_over_an_ellipsis_is_counted():
+    """LongT5's transient-global attention contracts with "...qhd,...khd->...hqk": it counted 0 FLOPs, and its page
+    listed einsum with the elementwise operations. FlopCounterMode agrees, symbolically."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:ellipsis_scores")
+    doc = pipeline.document(loaded, pipeline.Settings())
+    assert "einsum" not in doc.root.cost.uncounted
+    assert _check_against_flop_counter(doc, loaded.model, doc.inputs) >= 2
+    # the projection 2·8·24 per position, then q kᵀ and A v: 2 · 2 heads · T² · 4, twice
+    assert sympy.sympify(doc.root.cost.flops, locals={"B": B, "T": T}) == 384 * B * T + 32 * B * T ** 2
+    assert all(c.equations.verification.verified for c in doc.components)      # where(scores > 0, 1.0, 0.5) runs
+
+
+def test_a_module_whose_train_returns_nothing_is_checked():
+    """The check's `inst.to(dtype).eval()` was None for it: a traceback, exit 1, nothing built (LeViT)."""
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:train_returns_nothing"),
+                            pipeline.Settings(cost=False))
+    assert all(c.equations.verification.verified for c in doc.components)

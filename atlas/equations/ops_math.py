@@ -241,6 +241,8 @@ class Where(Node):
                 + r" & \text{otherwise}\end{cases}")
 
     def run(self, ev, c, a, b):
+        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+            return torch.where(c, a, b)     # two numbers (LongT5's where(mask != 0, 1.0, -1000.0)), as the code ran it
         like = a if isinstance(a, torch.Tensor) else b
         a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=like.dtype)
         b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=like.dtype)

@@ -102,7 +102,9 @@ def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
                 offset += 7919 * (t.numel() % 104_729 + 1)
             elif isinstance(t, nn.Parameter):
                 t.zero_()
-    return inst.to(dtype).eval()
+    inst = inst.to(dtype)
+    inst.eval()         # as a statement: a module may override train() without returning itself (LeViT's attention)
+    return inst
 
 
 def flat(x) -> list:

@@ -138,18 +138,33 @@ def _einsum(ev: OpEvent):
     operands = ev.args[1:]
     if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
         operands = operands[0]
-    if spec is None or "->" not in spec or "." in spec:
+    if spec is None or "->" not in spec:
         return None
     ins, out = spec.replace(" ", "").split("->")
-    sizes = {}
+    sizes, batch = {}, 0
     for letters, op in zip(ins.split(","), operands):
         shape = _shape(op)
-        if shape is None or len(shape) != len(letters):
+        names = _indices(letters, len(shape)) if shape is not None else None
+        if names is None or len(shape) != len(names):
             return None
-        sizes.update(zip(letters, shape))
-    if not set(sizes) - set(out):
+        batch = max(batch, len(names) - len(letters.replace("...", "")))
+        for name, size in zip(names, shape):
+            if sizes.get(name, 1) == 1:     # a dim broadcast under "...": the size that is not 1
+                sizes[name] = size
+    kept = _indices(out, len(out.replace("...", "")) + batch)
+    if kept is None or not set(sizes) - set(kept):
         return None
     return 2 * _numel(sizes.values()), None
+
+
+def _indices(letters: str, rank: int) -> list[str] | None:
+    """An operand's index names, "..." spelled out as the dims it stands for, named from the right so that
+    broadcast dims line up ("...qhd" of a rank-5 tensor: …2, …1, q, h, d)."""
+    if "..." not in letters:
+        return list(letters)
+    head, tail = letters.split("...")
+    n = rank - len(head) - len(tail)
+    return None if n < 0 else [*head, *(f"…{n - i}" for i in range(n)), *tail]
 
 
 def activation_bytes(call: Call, saved: dict, first_call_for, memo: dict | None = None) -> object:
