@@ -313,3 +313,12 @@ def test_a_module_whose_train_returns_nothing_is_checked():
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:train_returns_nothing"),
                             pipeline.Settings(cost=False))
     assert all(c.equations.verification.verified for c in doc.components)
+
+
+def test_what_weights_alone_make_is_no_activation():
+    """weight_norm makes the Linear's weight on every forward, g · v / ‖v‖, from weights alone: the norms it saves
+    for the backward pass were counted as activations (a constant beside 16·B), against "weights not counted"."""
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:weight_normed"),
+                            pipeline.Settings())
+    assert doc.root.cost.activation_bytes == "16*B"            # the input, 4 floats a row, saved for the weight's grad
+    assert all(c.equations.verification.verified for c in doc.components)

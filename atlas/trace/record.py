@@ -85,6 +85,9 @@ class Recorder(TorchFunctionMode):
         self.originals = originals or {}    # id(fake tensor) -> the model's own tensor it stands for
         self.saved: dict = {}               # id(call) -> [(storage key, bytes)] autograd saved while it ran
         self._weights: set = set()          # storages of parameters and buffers: weights, not activations
+        self._weight_like: set = set()      # ids of tensors computed from weights alone
+        self._symbolic = False              # the inputs' sizes are symbols
+        self._weight_ops = 0                # inside a call on weights alone: what it saves is no activation
         self.to_size = to_size              # SymInt -> sympy expression in the input symbols
         self.values: list[Value] = []
         self.by_id: dict[int, Value] = {}
@@ -201,7 +204,12 @@ class Recorder(TorchFunctionMode):
         if (name.startswith("Tensor.") and short in _DESCRIBE) or short in _QUERIES:
             return func(*args, **kwargs)
         site, frame = self._site()
-        out = _call(func, short, args, kwargs)
+        weights_only = self._from_weights(args, kwargs)
+        self._weight_ops += weights_only
+        try:
+            out = _call(func, short, args, kwargs)
+        finally:
+            self._weight_ops -= weights_only
         inplace = short in _INPLACE_DUNDERS or (short.endswith("_") and not short.endswith("__")) or \
             _inplace_flag(func, args, kwargs)
         self.paused += 1
@@ -215,6 +223,8 @@ class Recorder(TorchFunctionMode):
             else:
                 enc_out = self._outputs(out, args, inplace)
             event = OpEvent(func, name, tuple(enc_args), enc_kwargs, enc_out, site, inplace)
+            if weights_only:
+                self._note_weight_like(out)
             if short == "dropout" and self.stack and isinstance(out, torch.Tensor):
                 p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
                 if isinstance(p, (int, float)) and p > 0:      # training draws a mask of one byte per element
@@ -332,7 +342,7 @@ class Recorder(TorchFunctionMode):
 
     # -- what autograd saves for the backward pass ---------------------------------------------
     def pack(self, t):
-        if isinstance(t, torch.Tensor) and self.stack:
+        if isinstance(t, torch.Tensor) and self.stack and not self._weight_ops:
             try:
                 storage = t.untyped_storage()
                 key = storage._cdata
@@ -357,6 +367,29 @@ class Recorder(TorchFunctionMode):
             return rec.pack(t) if rec is not None else _detached(t)
 
         return torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
+
+    def _from_weights(self, args, kwargs) -> bool:
+        """A call on weights alone (weight_norm's g·v/‖v‖, Mamba's −exp(A_log)): what it saves for the backward
+        pass, and what it gives (see _note_weight_like), are weights' intermediates, not activations. In a record
+        at concrete sizes no size tells a weight from an activation, and nothing is left out."""
+        tensors = _tensors((args, kwargs))
+        if not self._symbolic or not tensors:
+            return False
+        for t in tensors:
+            v = self.by_id.get(id(t))
+            if id(t) not in self._weight_like and not (v is not None and v.obj is t and v.kind in ("param", "buffer")):
+                return False
+        return True
+
+    def _note_weight_like(self, out) -> None:
+        """What a call on weights alone gives, of a size no input sets, is a weight too: the memory count leaves it
+        out, as it leaves out the weights it is made of."""
+        for t in _tensors(out):
+            if any(isinstance(d, torch.SymInt) for d in t.shape):
+                continue        # as large as the input (learned queries expanded to the batch): an activation
+            self._weight_like.add(id(t))
+            with contextlib.suppress(RuntimeError, NotImplementedError):
+                self._weights.add(t.untyped_storage()._cdata)
 
     def note_weights(self) -> None:
         for _, _, _, t in self._owners.values():
@@ -448,6 +481,7 @@ class Recorder(TorchFunctionMode):
     def register_inputs(self, named: dict) -> None:
         for name, t in named.items():
             for i, tensor in enumerate(_tensors(t)):
+                self._symbolic = self._symbolic or any(isinstance(d, torch.SymInt) for d in tensor.shape)
                 v = self.new_value(tensor, "input", attr=name if isinstance(t, torch.Tensor) else f"{name}[{i}]")
                 v.names.append((0, v.attr, 0, True))
 
