@@ -32,7 +32,10 @@ log = logging.getLogger("atlas")
 # Each symbol's size at each probe. A formula is solved on the first probes and must hold on every one: the
 # fourth is there to refute a fit the first three allow by coincidence (Longformer's length padded to its window,
 # ceil(T/8)*8, at (B, T) = (2, 6), (3, 10), (5, 14) is 8, 16, 16, which -8*B + 4*T fits too; at (7, 19) it is 24).
-PROBE_VALUES = ((2, 3, 5, 7), (6, 10, 14, 19), (4, 8, 12, 17), (9, 15, 21, 26), (7, 11, 13, 23))
+# No column is an affine function of another (their steps differ), so no symbol's formula fits another's dims:
+# H at 6, 10, 14, 19 beside W at 4, 8, 12, 17 made W - 2 fit every H dim of a CNN, and both shifted to one
+# smallest size made them equal.
+PROBE_VALUES = ((2, 3, 5, 7), (6, 10, 14, 19), (4, 9, 11, 16), (9, 15, 21, 26), (7, 11, 13, 23))
 
 
 def probe_sizes(symbols, limits: dict | None = None) -> list[dict[str, int]]:
@@ -45,6 +48,8 @@ def probe_sizes(symbols, limits: dict | None = None) -> list[dict[str, int]]:
     for i, sym in enumerate(symbols):
         values = PROBE_VALUES[i]
         low, high = (limits or {}).get(sym, (None, None))
+        if low is not None and low >= 64:   # steps that grow with the smallest size: a stride of 32 after it shows
+            values = tuple(values[0] + (v - values[0]) * (low // 8) for v in values)
         shift = max(0, (low or 0) - values[0])
         if high is not None and values[-1] + shift > high:
             shift = high - values[-1]
@@ -143,23 +148,70 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
             continue
         a = sympy.Rational(values[1] - values[0], xs[1] - xs[0])
         b = values[0] - a * xs[0]
-        if a == 0 or a.q > MAX_DENOMINATOR or b.q != 1:
+        if a == 0:
             continue
-        if all(a * x + b == v for x, v in zip(xs, values)):
+        if a.q <= MAX_DENOMINATOR and b.q == 1 and all(a * x + b == v for x, v in zip(xs, values)):
             found.append(a * mono + b)
-        elif a.q > 1 and all(sympy.floor(a * x + b) == v for x, v in zip(xs, values)):
-            floored.append(sympy.floor(a * mono + b))       # a pool or a stride: floor(T/2), on odd sizes too
-        elif a.q > 1 and all(sympy.ceiling(a * x + b) == v for x, v in zip(xs, values)):
-            floored.append(sympy.ceiling(a * mono + b))     # padded up to a multiple, then split: ceiling(T/2)
+        elif 1 < a.q <= MAX_DENOMINATOR:    # a pool or a stride: floor(T/2), on odd sizes too; ceiling(T/2)
+            rounded = _rounded(a, b, mono, xs, values)
+            if rounded is not None:
+                floored.append(rounded)
     found += floored
     if not found:
         found = _fit_pairs(values, probes, monomials, syms, names)
+    if not found:           # rounding bends the slope two probes give (2/85 for floor(W/32) at 136, 221)
+        strided = [f for mono in monomials for f in [_strided(mono, [int(mono.subs({syms[n]: p[n] for n in names}))
+                                                                    for p in probes], values)] if f is not None]
+        found = [min(strided, key=lambda f: f[0])[1]] if strided else []
     if not found:
         return Dim(symbol="?", name=inputs_mod.VARIES)
     expr = next((e for e in found if not e.as_coeff_add()[0]), found[0])
     parts = sorted(expr.free_symbols, key=lambda s: names.index(str(s)))
     name = " × ".join(vocab.symbol_name(str(s)) or str(s) for s in parts)
     return Dim(symbol=str(expr), name=name)
+
+
+def _rounded(a, b, mono, xs: list[int], values: list[int]):
+    """floor or ceiling of a·mono + c fitting every probe, c near b, the simplest first (an integer, then the
+    smallest): two probes at odd sizes give b = -1/2 for floor(x/2), which floor(x/2 - 1/2) fits only there."""
+    q, base = a.q, int(sympy.floor(b * a.q))
+    offsets = sorted({sympy.Rational(m, q) for m in range(base - q, base + q + 2)}, key=lambda c: (c.q != 1, abs(c)))
+    for c in offsets:
+        for fn in (sympy.floor, sympy.ceiling):
+            if all(fn(a * x + c) == v for x, v in zip(xs, values)):
+                return fn(a * mono + c)
+    return None
+
+
+def _strided(mono, xs: list[int], values: list[int]):
+    """(how plain it is, floor((mono + m) / q) or its ceiling) fitting every probe: a stride q (a pool, a conv, a padded split) up to a
+    CNN's 32 (64 at most). Where several fit four probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest
+    stride wins (strides multiply small numbers: 32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and
+    between the symbols."""
+    if values[-1] <= values[0] or xs[-1] <= xs[0]:
+        return None
+    best = None
+    for q in range(2, 65):
+        centre = values[0] * q - xs[0]
+        for m in range(centre - q, centre + q + 1):
+            for ceiling in (False, True):
+                if all((-((-(x + m)) // q) if ceiling else (x + m) // q) == v for x, v in zip(xs, values)):
+                    key = (_largest_prime(q), abs(m), q, ceiling)
+                    if best is None or key < best[0]:
+                        best = (key, q, m, ceiling)
+    if best is None:
+        return None
+    key, q, m, ceiling = best
+    return key, (sympy.ceiling if ceiling else sympy.floor)((mono + m) / q)
+
+
+def _largest_prime(n: int) -> int:
+    largest, k = 1, 2
+    while n > 1:
+        while n % k == 0:
+            largest, n = k, n // k
+        k += 1
+    return largest
 
 
 def _fit_pairs(values, probes, monomials, syms, names) -> list:

@@ -161,3 +161,17 @@ def test_probes_start_where_the_code_needs_them():
     assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [16, 20, 24, 29]
     assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (None, 15)})] == [2, 6, 10, 15]
     assert [p["B"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [2, 3, 5, 7]
+
+
+def test_probes_tell_height_from_width_and_find_a_cnns_stride():
+    """EfficientNet, probed from 131 px up: H and W moved in lockstep (W = H - 2 at every probe, equal once both
+    were shifted to 131), so a height read `ceiling(W/2) - 1`; floor(H/2) was not found from an odd first probe;
+    and probes 13 px apart left a stride of 32 constant, `[B, 320, 4, 4]` at every size."""
+    from atlas.shapes import fit, probe_sizes
+    vocab = inputs.vocabulary(None, None)
+    probes = probe_sizes(["B", "H", "W"], {"H": (131, None), "W": (131, None)})
+    assert len({p["H"] - p["W"] for p in probes}) > 1
+    assert fit([p["H"] // 2 for p in probes], probes, vocab).symbol == "floor(H/2)"
+    assert fit([-(-p["W"] // 2) for p in probes], probes, vocab).symbol == "ceiling(W/2)"
+    assert fit([p["W"] // 32 for p in probes], probes, vocab).symbol == "floor(W/32)"
+    assert fit([p["H"] // 32 for p in probes], probes, vocab).symbol == "floor(H/32)"
