@@ -50,6 +50,20 @@ def _choices_of(disc) -> list[Choice]:
             for t in disc.choices()]
 
 
+def _smallest_sizes(model: nn.Module, texts) -> dict:
+    """For inputs given (--input, atlas_inputs): the smallest sizes the code takes, as discovery finds them (a conv
+    stack's receptive field), for the symbols the inputs name: a strided conv stack given [B, 1, T] was run at the
+    default T = 17, too short for it. Only the lower limits; the given shapes stand."""
+    from atlas.discover import discover
+    named = {d for t in texts for d in inputs_mod.parse_input(t).dims if isinstance(d, str)}
+    try:
+        disc = discover(model)
+    except Exception:               # discovery is a help here, never a reason to fail
+        return {}
+    return {b.symbol: (b.hint or b.minimum, None) for b in disc.bounds
+            if b.symbol in named and (b.hint or b.minimum)}
+
+
 def _choices(model: nn.Module, declared, fixed: dict, bounds: dict) -> tuple[list[Choice], list]:
     texts = tuple(declared or getattr(model, "atlas_inputs", None) or ())
     if texts:
@@ -193,6 +207,8 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
     vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
     dim_names = DimNames(inputs_mod.used(vocab, [], getattr(model, "atlas_dims", None)), vocab.fixed)
     choices, extra = _choices(model, declared, fixed, bounds)
+    if choices and not extra:
+        bounds = {**_smallest_sizes(model, choices[0].texts), **bounds}
     if not choices:
         reason = extra[0]
         shapes = Shapes(ShapeStatus.NOT_DERIVED, reason=reason)
