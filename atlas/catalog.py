@@ -56,12 +56,13 @@ def _kinds(value) -> str:
 
 def _flops_per_token(doc: ModelDoc) -> tuple[float, str] | None:
     """The forward's FLOPs at the reference size per token (or per input where there are no positions)."""
-    from atlas.filters import at_reference
+    from atlas.filters import at_reference, has_positions
     if doc.cost is None or doc.cost_summary is None:
         return None
     ref = dict(doc.cost_summary.reference)
-    per = ref.get("B", 1) * ref.get("T", 1)
-    return at_reference(doc.cost.flops, doc.cost_summary.reference) / per, ("T" in ref)
+    tokens = has_positions(doc) and "T" in ref
+    per = ref.get("B", 1) * (ref["T"] if tokens else 1)
+    return at_reference(doc.cost.flops, doc.cost_summary.reference) / per, tokens
 
 
 def _experts_of(a, ffn):

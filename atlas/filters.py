@@ -353,3 +353,9 @@ FILTERS = {
     "repeat_count": repeat_count,
     "one_of": one_of,
 }
+
+
+def has_positions(doc) -> bool:
+    """Whether the model's own inputs have positions (T): per-token figures are then meaningful. A T that only the
+    made-up input of a part its forward never calls has (a CNN's unused padding, probed on [B, T]) does not count."""
+    return any("T" in text[text.find("[") + 1:text.rfind("]")].replace(" ", "").split(",") for text in doc.inputs or ())

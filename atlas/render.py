@@ -110,10 +110,10 @@ def cost_rows(doc: ModelDoc) -> list:
 
 
 def model_context(doc: ModelDoc) -> dict:
-    from atlas.filters import at_reference
+    from atlas.filters import at_reference, has_positions
     here = paths.page_path(doc, doc.root)
     ref = dict(doc.cost_summary.reference) if doc.cost_summary else {}
-    tokens = ref.get("B", 1) * ref["T"] if "T" in ref else None
+    tokens = ref.get("B", 1) * ref["T"] if "T" in ref and has_positions(doc) else None
     return {
         "cost_rows": cost_rows(doc),
         "tokens": tokens if doc.cost is not None else None,

@@ -341,3 +341,15 @@ def test_instances_at_sizes_of_their_own_are_summed_not_multiplied():
                         - sympy.sympify(doc.component("0").cost.flops, locals={"B": B, "T": tf}) - both) == 0
     page = render(doc)[f"{doc.slug}/1-2.md"]
     assert "F is the first one's. All 2 together:" in page
+
+
+def test_an_image_model_has_no_per_token_figures():
+    """A CNN with a padding layer its forward never calls: that layer is probed on made-up [B, T] inputs, and the
+    T it brought made the model page and the catalog give FLOPs "per token" (per 1,024 of nothing)."""
+    from atlas.catalog import rows
+    from atlas.render import render
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:conv_with_spare_padding"),
+                            pipeline.Settings(verify=False))
+    assert "T" in dict(doc.cost_summary.reference)       # the made-up input's T, for the spare layer's own page
+    page = render(doc)[f"{doc.slug}/index.md"]
+    assert "per token" not in page and rows([doc])[0].cells["flops"][1] is False
