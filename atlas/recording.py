@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -230,6 +231,13 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                 notes.insert(0, msg("%(input)s instead of %(first)s, with which forward() failed (%(error)s)",
                                     input=text, first=first, error=first_error))
             notes.insert(0, msg("%(input)s, inferred: %(because)s", input=text, because=because))
+    if trace is not None and trace.error is None and trace.root is not None:
+        for condition, site in trace.conditions:    # a branch a remainder decided: the record holds on its side
+            notes.append(msg("the code took a branch that holds where %(condition)s (%(site)s), at %(sizes)s: its "
+                             "shapes and counts are that branch's, and other sizes may take the other",
+                             condition=condition, site=site or "?",
+                             sizes=", ".join(f"{s} = {v}" for s, v in trace.hints.items()
+                                             if re.search(rf"\b{s}\b", condition))))
     if trace is not None and trace.error is None and trace.root is not None and trace.specialized:
         # the code needs exact sizes for some symbols (a Python loop over positions): shapes from probes at
         # several sizes, the equations from this run, checked at the sizes it was made at

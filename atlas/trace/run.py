@@ -58,6 +58,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
         trace.saved = rec.saved
         trace.assumed = si.shape_env.assumed_values()
         trace.upper = si.upper_bounds()
+        trace.conditions = tuple(si.conditions())
         return trace
     finally:                            # an error escaping the run must not keep it either
         si.shape_env.on_guard = None

@@ -139,6 +139,7 @@ class Trace:
     saved: dict = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward pass
     assumed: dict = field(default_factory=dict)  # unbacked symbol name (u0) -> the value the run assumed for it
     upper: dict = field(default_factory=dict)    # symbol name -> (the largest size the code allows, file:line)
+    conditions: tuple = ()          # (a condition on the sizes a branch took, file:line): the record holds there
 
     def first_calls(self) -> dict:
         """module path -> its first call in the run."""

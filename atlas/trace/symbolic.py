@@ -229,6 +229,23 @@ class SymbolicInputs:
                 out.setdefault(str(name), (int(upper), site))
         return out
 
+    def conditions(self) -> list[tuple[str, str | None]]:
+        """The conditions on the sizes that a branch of the code tested and the run took, where a remainder decides
+        them (Zamba2 pads T up to a multiple of 16 and cuts it back only if it padded: at T = 32 the record holds
+        for multiples of 16): (the condition in the model's symbols, file:line). Pins (T == 6) are said apart."""
+        out = []
+        for g in self.shape_env.guards:
+            e = g.expr
+            if isinstance(e, sympy.Eq) and (e.lhs.is_number or e.rhs.is_number) and not e.has(Mod, PythonMod, sympy.Mod):
+                continue
+            if not e.has(Mod, PythonMod, sympy.Mod) or not e.free_symbols <= set(self._map):
+                continue
+            text = str(readable(e.xreplace(self._map)))
+            site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
+            if (text, site) not in out:
+                out.append((text, site))
+        return out
+
     def specialized(self) -> list[str]:
         """Symbols the run fixed to their hint: code that needed their exact value (a Python int), or a number
         made from it (`int(math.ceil(H / 2) * 2)`: a guard that 2*ceiling(H/2) is 40 holds for H = 39 or 40 only)."""
