@@ -35,14 +35,18 @@ _QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shape
 _TORCH_NN = str(Path(torch.nn.__file__).parent) + os.sep
 
 
-def _site() -> str:
+def _site(branches: set | None = None) -> str:
     """file:line of the innermost frame of the model's code: not torch's, not the atlas's, not the standard
     library's; where no model code is on the stack (the model is a torch.nn layer), the innermost torch.nn frame
-    (a frame walk: cheap enough per guard)."""
+    (a frame walk: cheap enough per guard). A site on an `if`, `elif` or `while` line is added to `branches`."""
     frame, layer = sys._getframe(1), None
     while frame is not None:
         if is_user_file(frame.f_code.co_filename):
-            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+            site = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            if branches is not None and line.startswith(("if ", "elif ", "while ")):
+                branches.add(site)
+            return site
         if layer is None and frame.f_code.co_filename.startswith(_TORCH_NN):
             layer = frame                   # a torch.nn layer that is the model, or is called by no model code
         frame = frame.f_back
@@ -59,12 +63,13 @@ class AssumingShapeEnv(ShapeEnv):
         self.assume = assume
         self.assumed: list[str] = []
         self.on_guard = None            # called with (expression, value, file:line) where an assumption decided a guard
+        self.branches: set = set()      # file:line of guards taken on a line of the model's code that branches
 
     # Guards and symbols name the model's line, not the torch frame that took them. ShapeEnv's own search for that
     # frame imports torch's compiler stack (inductor, export, networkx: 400 modules, 40 MB) to list the files it
     # skips, on every symbol it creates; a frame walk to the model's code finds the same line.
     def _get_sloc(self, framework_loc=None) -> SLoc:
-        return SLoc(framework_loc, _site())
+        return SLoc(framework_loc, _site(self.branches))
 
     def _get_stack_summary(self, is_debug: bool = False, framework_loc=None) -> tuple[SLoc, str]:
         return self._get_sloc(framework_loc), ""
@@ -233,18 +238,18 @@ class SymbolicInputs:
         """The conditions on the sizes that a branch of the code tested and the run took, where a remainder decides
         them (Zamba2 pads T up to a multiple of 16 and cuts it back only if it padded: at T = 32 the record holds
         for multiples of 16): (the condition in the model's symbols, file:line). Pins (T == 6) are said apart."""
-        out = []
+        by_site: dict[str, str] = {}
         for g in self.shape_env.guards:
             e = g.expr
-            if isinstance(e, sympy.Eq) and (e.lhs.is_number or e.rhs.is_number) and not e.has(Mod, PythonMod, sympy.Mod):
-                continue
             if not e.has(Mod, PythonMod, sympy.Mod) or not e.free_symbols <= set(self._map):
                 continue
-            text = str(readable(e.xreplace(self._map)))
             site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
-            if (text, site) not in out:
-                out.append((text, site))
-        return out
+            if site not in getattr(self.shape_env, "branches", ()):    # a view's divisibility: no branch
+                continue
+            text = str(readable(e.xreplace(self._map)))
+            if site not in by_site or len(text) < len(by_site[site]):
+                by_site[site] = text
+        return [(text, site) for site, text in by_site.items()]
 
     def specialized(self) -> list[str]:
         """Symbols the run fixed to their hint: code that needed their exact value (a Python int), or a number
