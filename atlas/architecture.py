@@ -12,8 +12,8 @@ from, so a catalog cell links to the page that shows it.
 - Vocabulary: the largest embedding table indexed by the model's integer inputs.
 - Context: the config's limit when it states one, else the rows of a position table.
 - Norms: the kind of every normalization the model computes (a mean taken away first: LayerNorm-like).
-- Positions: rotary where an attention receives cosines and sines; learned or fixed (frozen) where a table is
-  indexed by positions or added to the stream.
+- Positions: rotary where an attention multiplies its own values by the cosines and sines it receives; learned
+  or fixed (frozen) where a table is indexed by positions or added to the stream.
 - Activations: the nonlinearities of the blocks outside attention; "gated" where the result multiplies another
   projection (SwiGLU); Swish where a sigmoid's result multiplies the tensor it was computed from (x·σ(βx)).
 """
@@ -180,7 +180,7 @@ def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[
     attention_ids = {c.id for s in stacks for c in _descendants(doc, s) if _attention(doc, c)}
     for call in root.calls():
         cid = by_path.get(call.path)
-        if cid in attention_ids and any(_made_by(r.value, {"cos", "sin"}) for r in _refs((call.args, call.kwargs))):
+        if cid in attention_ids and _rotates(call):
             out.append(Trait("rotary", cid))
         for ev in call.events:
             if not isinstance(ev, OpEvent):
@@ -191,6 +191,25 @@ def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[
                 kind = "learned" if bool(getattr(source, "requires_grad", True)) else "frozen"
                 out.append(Trait(kind, by_path.get(table.owner or "", cid)))
     return out
+
+
+_MULS = {"mul", "__mul__", "__rmul__", "Tensor.mul", "Tensor.__mul__", "Tensor.__rmul__", "addcmul"}
+
+
+def _rotates(call: Call) -> bool:
+    """Whether an attention rotates its queries or keys by the cosines and sines it receives: it multiplies them,
+    elementwise, with its own values (q·cos + rotate_half(q)·sin). Sinusoidal embeddings it projects or contracts
+    instead (Funnel's relative positions) are no rotation."""
+    given = {id(r.value) for r in _refs((call.args, call.kwargs)) if _made_by(r.value, {"cos", "sin"})}
+    if not given:
+        return False
+    for c in call.calls():
+        for ev in c.events:
+            if isinstance(ev, OpEvent) and _short(ev.name) in _MULS:
+                sources = [_laid_out_from(r.value) for r in _refs((ev.args, ev.kwargs))]
+                if any(id(v) in given for v in sources) and any(id(v) not in given for v in sources):
+                    return True
+    return False
 
 
 def _position_table(ev: OpEvent):

@@ -167,3 +167,23 @@ def test_only_the_experts_width_reads_as_so_many_experts():
     dense_then_moe = Architecture(ffn=(Trait(128, "layers.0.mlp.gate_proj"), Trait(32, "layers.1.mlp.experts")),
                                   experts=(Trait(8, "layers.1.mlp.experts"),))
     assert [e and e.value for e in map(lambda f: _experts_of(dense_then_moe, f), dense_then_moe.ffn)] == [None, 8]
+
+
+def test_cosines_an_attention_projects_are_no_rotary_positions():
+    """Funnel's attention receives sinusoidal embeddings and contracts them with its queries (relative positions):
+    the catalog read "rotary" wherever an attention received cosines and sines. Rotary multiplies them into q, k."""
+    from atlas.architecture import _rotates
+    from atlas.trace.structures import Call, OpEvent, Ref, Value
+
+    def made(name, *inputs):
+        v = Value(id(object()), "op", (4, 8))
+        v.made_by = OpEvent(None, name, tuple(Ref(i) for i in inputs), {}, Ref(v), None)
+        return v
+    x, w = Value(1, "input", (4, 8)), Value(2, "param", (8, 8))
+    cos = made("cos", made("arange"))
+    rotated = Call(None, "attn", (Ref(x), Ref(cos)), {})
+    q = made("linear", x, w)
+    rotated.events = [q.made_by, made("Tensor.mul", q, made("Tensor.unsqueeze", cos)).made_by]
+    projected = Call(None, "attn", (Ref(x), Ref(cos)), {})
+    projected.events = [q.made_by, made("linear", cos, w).made_by, made("einsum", q, cos).made_by]
+    assert _rotates(rotated) and not _rotates(projected)
