@@ -123,13 +123,25 @@ def _width(comp: Component) -> int | None:
 
 
 def _outside_attention(doc: ModelDoc, stack: Component):
-    """The stack's descendants not inside an attention component."""
+    """The stack's descendants not inside a component that mixes positions: an attention, or a state-space mixer
+    (Mamba's in_proj, depthwise conv over time, out_proj: its inner width is no FFN's)."""
     skip: set[str] = set()
     for comp in _descendants(doc, stack):
-        if comp.parent in skip or _attention(doc, comp):
+        if comp.parent in skip or _attention(doc, comp) or _convolves_time(doc, comp):
             skip.add(comp.id)
             continue
         yield comp
+
+
+def _convolves_time(doc: ModelDoc, comp: Component) -> bool:
+    """Whether one of its own children is a depthwise 1-d convolution (one filter per channel, weight [C, 1, k]):
+    a mixer along the positions, as a state-space block has."""
+    for cid in comp.children:
+        child = doc.component(cid)
+        if child.cls.rsplit(".", 1)[-1] == "Conv1d" and any(
+                len(r.shape) == 3 and r.shape[0] > 1 and r.shape[1] == 1 for r in child.rows):
+            return True
+    return False
 
 
 def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait], list[Trait]]:

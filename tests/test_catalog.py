@@ -187,3 +187,10 @@ def test_cosines_an_attention_projects_are_no_rotary_positions():
     projected = Call(None, "attn", (Ref(x), Ref(cos)), {})
     projected.events = [q.made_by, made("linear", cos, w).made_by, made("einsum", q, cos).made_by]
     assert _rotates(rotated) and not _rotates(projected)
+
+
+def test_a_state_space_mixers_inner_width_is_no_ffn():
+    """Mamba's in_proj/out_proj around a depthwise conv over time were read as the FFN (FalconMamba, which has
+    none, showed 128); the block's MLP is the FFN."""
+    a = _doc("tests/fixtures/models.py:hybrid").architecture
+    assert [(t.value, t.component) for t in a.ffn] == [(24, "layers.mlp.0")] and values(a.layers) == [2]
