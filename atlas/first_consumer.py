@@ -2,8 +2,8 @@
 
 `self.fc1(x)` names a submodule; `self.blocks[0](x)` and `for block in self.blocks: x = block(x)` name a list
 entry; `self._norm(x)` names a helper method, read in turn; a composite submodule is entered with the
-parameter the argument binds to; `F.linear(x, self.weight)` and `F.embedding(x, self.weight)` name a
-tensor. Layers that keep any shape (activations, dropout, Identity, Flatten) pass the input on:
+parameter the argument binds to; `F.linear(x, self.weight)`, `F.embedding(x, self.weight)` and `x @ self.W`
+name a tensor. Layers that keep any shape (activations, dropout, Identity, Flatten) pass the input on:
 `h = self.act(x)` makes `h` the input. `B, T, C = x.size()` fixes the rank. Where forward() cannot be read,
 the first informative layer in module order stands in. No torch call runs here.
 """
@@ -203,7 +203,12 @@ class _Reader:
                 return found
         return None
 
-    def call(self, call: ast.Call) -> Consumer | None:
+    def call(self, call: ast.Call | ast.BinOp) -> Consumer | None:
+        if isinstance(call, ast.BinOp):         # x @ self.W: a product with a weight matrix, as F.linear's
+            weight = self._resolve(call.right) if self._is_alias(_scaled(call.left)) else None
+            if isinstance(weight, torch.Tensor) and weight.dim() == 2:
+                return Consumer(self.path, None, function="matmul", weight=weight, rank=self.rank)
+            return None
         position, keyword = None, None
         for i, a in enumerate(call.args):
             if self._is_alias(a):
@@ -290,11 +295,35 @@ class _Reader:
         return None
 
 
+def _scaled(expr: ast.expr) -> ast.expr:
+    """The operand under a scaling by numbers (`2 * math.pi * x` -> `x`), which keeps its shape."""
+    while isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Div, ast.Add, ast.Sub)):
+        if _number(expr.left):
+            expr = expr.right
+        elif _number(expr.right):
+            expr = expr.left
+        else:
+            break
+    return expr
+
+
+def _number(expr: ast.expr) -> bool:
+    """A literal, `math.pi`, or arithmetic of those."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float))
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.value, ast.Name) and expr.value.id == "math"
+    if isinstance(expr, ast.BinOp):
+        return _number(expr.left) and _number(expr.right)
+    return isinstance(expr, ast.UnaryOp) and _number(expr.operand)
+
+
 def _post_order(node: ast.AST):
-    """Every Call under `node`, children first, in source order; nested function bodies are skipped."""
+    """Every Call (and `a @ b`) under `node`, children first, in source order; nested function bodies are
+    skipped."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue
         yield from _post_order(child)
-    if isinstance(node, ast.Call):
+    if isinstance(node, ast.Call) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
         yield node

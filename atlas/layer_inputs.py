@@ -168,6 +168,11 @@ def _functional(consumer: Consumer, float_dtype: str) -> list[Candidate]:
         because = msgn("%(function)s: weight has %(n)s input feature", "%(function)s: weight has %(n)s input features",
                        n, function=call)
         return [Candidate(float_dtype, d, because) for d in _ranked(consumer.rank, [("B", n), ("B", "T", n)])]
+    if fn == "matmul" and w.dim() == 2:
+        n = int(w.shape[0])
+        because = msgn("%(product)s: the matrix has %(n)s row", "%(product)s: the matrix has %(n)s rows", n,
+                       product="`@`" if not consumer.path else msg("`@` in %(path)s", path=_code(consumer.path)))
+        return [Candidate(float_dtype, d, because) for d in _ranked(consumer.rank, [("B", n), ("B", "T", n)])]
     if fn in ("conv1d", "conv2d", "conv3d") and w.dim() >= 3:
         n = int(w.shape[1])
         because = msgn("%(function)s: weight has %(n)s input channel", "%(function)s: weight has %(n)s input channels",

@@ -8,6 +8,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from atlas import conv_limits, i18n, symbolic_run
+from conftest import fixture_spec
 from atlas.discover import HINTS, discover
 
 
@@ -457,3 +458,12 @@ def test_windows_raise_the_positions_hint(hf_suite):
                                                  sliding_window=40, max_position_embeddings=64))
     d = _found(model)
     assert (d.bound("T").hint, d.bound("T").maximum, d.hints()["T"]) == (80, 64, 64)   # capped by the positions
+
+
+def test_a_product_with_a_weight_matrix_is_the_first_layer():
+    """`(2 pi coords) @ self.B_mat` comes before any layer: discovery took the first Linear in module order
+    ([B, T, 32]), with which forward() failed; the matrix's 2 rows give the input's width."""
+    from atlas import pipeline, spec
+    doc = pipeline.document(spec.load(fixture_spec("fourier_features")), pipeline.Settings())
+    assert doc.inputs == ("coords:float32[B,2]",)
+    assert all(c.equations.verification.verified for c in doc.components)
