@@ -83,15 +83,15 @@ def _side_by_side(root: Call | None, parent: str) -> bool:
     if 0 not in calls or 1 not in calls:
         return False
     first = {id(r.value) for r in _refs(calls[0].out)}
-    todo, seen = [(r.value, 0) for r in _refs((calls[1].args, calls[1].kwargs))], set()
-    while todo:
-        v, depth = todo.pop()
+    pending, seen = [(r.value, 0) for r in _refs((calls[1].args, calls[1].kwargs))], set()
+    while pending:
+        v, depth = pending.pop()
         if id(v) in first:
             return False
         if id(v) in seen or v.made_by is None or depth >= 6:
             continue
         seen.add(id(v))
-        todo += [(r.value, depth + 1) for r in _refs((v.made_by.args, v.made_by.kwargs))]
+        pending += [(r.value, depth + 1) for r in _refs((v.made_by.args, v.made_by.kwargs))]
     return True
 
 

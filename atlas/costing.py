@@ -169,9 +169,9 @@ _PRODUCTS = {"matmul", "Tensor.matmul", "Tensor.__matmul__", "bmm", "Tensor.bmm"
 def _scores(arg, depth: int = 6) -> bool:
     """Whether a softmax weighs attention scores: a product of two computed values (q kᵀ), scaled, capped or
     masked on the way; not a router's or a classifier's logits, a product with a weight matrix."""
-    todo, seen = [(getattr(arg, "value", None), 0)], set()
-    while todo:
-        value, d = todo.pop()
+    pending, seen = [(getattr(arg, "value", None), 0)], set()
+    while pending:
+        value, d = pending.pop()
         ev = getattr(value, "made_by", None)
         if ev is None or id(value) in seen or d >= depth:
             continue
@@ -181,5 +181,5 @@ def _scores(arg, depth: int = 6) -> bool:
             if len([v for v in operands if v.kind not in ("param", "buffer") and v.shape]) >= 2:
                 return True
             continue
-        todo += [(v, d + 1) for v in operands]      # through a scale, a cap, a mask added on either side
+        pending += [(v, d + 1) for v in operands]      # through a scale, a cap, a mask added on either side
     return False

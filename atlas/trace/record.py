@@ -446,16 +446,16 @@ class Recorder(TorchFunctionMode):
             self._hook_tree(child)
 
     def _hook_tree(self, top: nn.Module) -> None:
-        todo = [top]
-        while todo:
-            module = todo.pop()
+        pending = [top]
+        while pending:
+            module = pending.pop()
             if id(module) in self._hooked:
                 continue
             self._hooked.add(id(module))
             self._handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
             self._handles.append(module.register_forward_hook(self._post, with_kwargs=True, always_call=True))
             if id(module) not in self._deferred:
-                todo.extend(reversed([m for m in module.children()]))
+                pending.extend(reversed([m for m in module.children()]))
 
     def __enter__(self):
         self._hook_tree(self.model)
