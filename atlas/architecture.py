@@ -12,8 +12,9 @@ from, so a catalog cell links to the page that shows it.
 - Vocabulary: the largest embedding table indexed by the model's integer inputs.
 - Context: the config's limit when it states one, else the rows of a position table.
 - Norms: the kind of every normalization the model computes (a mean taken away first: LayerNorm-like).
-- Positions: rotary where an attention multiplies its own values by the cosines and sines it receives; learned
-  or fixed (frozen) where a table is indexed by positions or added to the stream.
+- Positions: rotary where an attention multiplies its own values by the cosines and sines it receives (or by
+  e^{iθ}, as complex numbers); learned or fixed (frozen) where a table is indexed by positions or added to the
+  stream.
 - Activations: the nonlinearities of the blocks outside attention; "gated" where the result multiplies another
   projection (SwiGLU); Swish where a sigmoid's result multiplies the tensor it was computed from (x·σ(βx)).
 """
@@ -210,16 +211,18 @@ _MULS = {"mul", "__mul__", "__rmul__", "Tensor.mul", "Tensor.__mul__", "Tensor._
 
 def _rotates(call: Call) -> bool:
     """Whether an attention rotates its queries or keys by the cosines and sines it receives: it multiplies them,
-    elementwise, with its own values (q·cos + rotate_half(q)·sin). Sinusoidal embeddings it projects or contracts
+    elementwise, with its own values (q·cos + rotate_half(q)·sin), or multiplies them as complex numbers by
+    e^{iθ} (Meta's Llama code: freqs_cis, from torch.polar). Sinusoidal embeddings it projects or contracts
     instead (Funnel's relative positions) are no rotation."""
-    given = {id(r.value) for r in _refs((call.args, call.kwargs)) if _made_by(r.value, {"cos", "sin"})}
+    given = {id(r.value) for r in _refs((call.args, call.kwargs))
+             if _made_by(r.value, {"cos", "sin", "polar"}) or (r.value.dtype or "").startswith("complex")}
     if not given:
         return False
     for c in call.calls():
         for ev in c.events:
             if isinstance(ev, OpEvent) and _short(ev.name) in _MULS:
-                sources = [_laid_out_from(r.value) for r in _refs((ev.args, ev.kwargs))]
-                if any(id(v) in given for v in sources) and any(id(v) not in given for v in sources):
+                chains = [{id(u) for u in _chain(r.value, _laid_out, 8)} for r in _refs((ev.args, ev.kwargs))]
+                if any(chain & given for chain in chains) and any(not chain & given for chain in chains):
                     return True
     return False
 

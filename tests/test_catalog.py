@@ -194,3 +194,10 @@ def test_a_state_space_mixers_inner_width_is_no_ffn():
     none, showed 128); the block's MLP is the FFN."""
     a = _doc("tests/fixtures/models.py:hybrid").architecture
     assert [(t.value, t.component) for t in a.ffn] == [(24, "layers.mlp.0")] and values(a.layers) == [2]
+
+
+def test_meta_llama_code_names_its_heads_and_rotary_positions():
+    """Meta's reference code names its streams xq, xk, xv (and keys, values) and rotates by a complex product with
+    freqs_cis: the catalog had no heads, no key/value heads and no positions for it."""
+    a = _doc("tests/fixtures/models.py:meta_llama").architecture
+    assert (values(a.heads), values(a.kv_heads), values(a.positions)) == ([4], [2], ["rotary"])

@@ -21,6 +21,7 @@ CONVENTIONAL = {
     "hidden_states": "x", "hidden_state": "x", "hidden": "x", "residual": "r", "inputs_embeds": "e",
     "input_embeds": "e", "embeddings": "e", "query_states": "q", "key_states": "k", "value_states": "v",
     "query_layer": "q", "key_layer": "k", "value_layer": "v", "query": "q", "key": "k", "value": "v",
+    "xq": "q", "xk": "k", "xv": "v", "queries": "q", "keys": "k", "values": "v",      # Meta's Llama code
     "attn_output": "o", "attention_output": "o", "context_layer": "o", "attn_weights": "A", "attention_probs": "A",
     "attn_probs": "A", "attention_scores": "S", "attn_scores": "S", "scores": "S", "attention_mask": "M",
     "causal_mask": "M", "input_ids": "ids", "position_ids": "pos", "q_embed": "q", "k_embed": "k",
