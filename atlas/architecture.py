@@ -28,6 +28,7 @@ from torch import nn
 from atlas.model import Architecture, Component, ModelDoc, Trait
 from atlas.trace.structures import Call, OpEvent
 from atlas.trace.structures import refs as _refs
+from atlas.trace.structures import upstream
 
 # a config's longest input, by the names configs give it (MPT's max_seq_len); the first one set is the model's
 CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_target_positions",
@@ -84,16 +85,7 @@ def _side_by_side(root: Call | None, parent: str) -> bool:
     if 0 not in calls or 1 not in calls:
         return False
     first = {id(r.value) for r in _refs(calls[0].out)}
-    pending, seen = [(r.value, 0) for r in _refs((calls[1].args, calls[1].kwargs))], set()
-    while pending:
-        v, depth = pending.pop()
-        if id(v) in first:
-            return False
-        if id(v) in seen or v.made_by is None or depth >= 6:
-            continue
-        seen.add(id(v))
-        pending += [(r.value, depth + 1) for r in _refs((v.made_by.args, v.made_by.kwargs))]
-    return True
+    return not any(id(v) in first for v, _ in upstream([r.value for r in _refs((calls[1].args, calls[1].kwargs))], 6))
 
 
 def _stacks(doc: ModelDoc, root: Call | None = None) -> list[Component]:
@@ -171,19 +163,7 @@ def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait
 
 def _made_by(value, names: set[str], depth: int = 6) -> bool:
     """Whether the value was computed (within a few view or arithmetic steps) by one of the named ops."""
-    stack = [(value, 0)]
-    seen = set()
-    while stack:
-        v, d = stack.pop()
-        if id(v) in seen or v.made_by is None:
-            continue
-        seen.add(id(v))
-        ev = v.made_by
-        if _short(ev.name) in names:
-            return True
-        if d < depth:
-            stack += [(r.value, d + 1) for r in _refs((ev.args, ev.kwargs))]
-    return False
+    return any(v.made_by is not None and _short(v.made_by.name) in names for v, _ in upstream([value], depth))
 
 
 def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[Component]) -> list[Trait]:

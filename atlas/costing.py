@@ -15,7 +15,7 @@ from atlas.i18n import msg
 from atlas.model import Cost, CostSummary, ModelDoc, ShapeStatus
 from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
 from atlas.trace.shapes import first_call_of, record_of
-from atlas.trace.structures import refs
+from atlas.trace.structures import refs, upstream
 
 REFERENCE = {"B": 1, "T": 1024, "S": 1024, "H": 224, "W": 224}
 
@@ -169,17 +169,11 @@ _PRODUCTS = {"matmul", "Tensor.matmul", "Tensor.__matmul__", "bmm", "Tensor.bmm"
 def _scores(arg, depth: int = 6) -> bool:
     """Whether a softmax weighs attention scores: a product of two computed values (q kᵀ), scaled, capped or
     masked on the way; not a router's or a classifier's logits, a product with a weight matrix."""
-    pending, seen = [(getattr(arg, "value", None), 0)], set()
-    while pending:
-        value, d = pending.pop()
-        ev = getattr(value, "made_by", None)
-        if ev is None or id(value) in seen or d >= depth:
-            continue
-        seen.add(id(value))
-        operands = [r.value for r in refs((ev.args, ev.kwargs))]
-        if ev.name in _PRODUCTS:
-            if len([v for v in operands if v.kind not in ("param", "buffer") and v.shape]) >= 2:
+    # through a scale, a cap, a mask added on either side; not through a product
+    for value, _ in upstream([getattr(arg, "value", None)], depth - 1, lambda ev: ev.name not in _PRODUCTS):
+        ev = value.made_by
+        if ev is not None and ev.name in _PRODUCTS:
+            computed = [r.value for r in refs((ev.args, ev.kwargs)) if r.value.kind not in ("param", "buffer")]
+            if len([v for v in computed if v.shape]) >= 2:
                 return True
-            continue
-        pending += [(v, d + 1) for v in operands]      # through a scale, a cap, a mask added on either side
     return False

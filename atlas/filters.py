@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from atlas import i18n, repeats
-from atlas.inputs import dim_words
+from atlas.inputs import dim_words, parse_input
 from atlas.i18n import msg, msgn
 
 
@@ -358,4 +358,4 @@ FILTERS = {
 def has_positions(doc) -> bool:
     """Whether the model's own inputs have positions (T): per-token figures are then meaningful. A T that only the
     made-up input of a part its forward never calls has (a CNN's unused padding, probed on [B, T]) does not count."""
-    return any("T" in text[text.find("[") + 1:text.rfind("]")].replace(" ", "").split(",") for text in doc.inputs or ())
+    return any("T" in parse_input(text).dims for text in doc.inputs or ())

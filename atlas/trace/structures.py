@@ -52,6 +52,21 @@ def refs(x) -> list[Ref]:
     return leaves(x, Ref)
 
 
+def upstream(values, depth: int, through=None):
+    """(value, steps back) for the values and those the calls that made them read, at most `depth` steps back,
+    each once; `through(op event)` False stops the walk at that call (its operands are not visited)."""
+    pending, seen = [(v, 0) for v in values], set()
+    while pending:
+        v, d = pending.pop()
+        if v is None or id(v) in seen:
+            continue
+        seen.add(id(v))
+        yield v, d
+        ev = v.made_by
+        if ev is not None and d < depth and (through is None or through(ev)):
+            pending += [(r.value, d + 1) for r in refs((ev.args, ev.kwargs))]
+
+
 @dataclass(frozen=True)
 class Size:
     """A size computed from input dims: a sympy expression (or an int in a concrete run)."""
