@@ -236,6 +236,24 @@ def test_repeated_entries_run_once_unless_their_inputs_differ():
     assert [str(s) for s in calls["blocks.2"].out.value.shape] == ["B", "8"]
 
 
+def test_only_entries_that_run_get_fake_weights(monkeypatch):
+    """The modules below a later list entry get no copy of their state, no fake weights and no hooks unless the
+    entry runs: a 126-layer model pays for the one layer it runs. Block 3 runs, so its Linear's weights are made
+    fake then, and known as that module's; everything is put back after the run."""
+    made = []
+    fake_like = run._fake_like
+    monkeypatch.setattr(run, "_fake_like", lambda t, mode: made.append(t) or fake_like(t, mode))
+    model = load(f"{SPEC}:pyramid").model
+    trace = run.symbolic(model, [InputSpec("x", "float32", ("B", 8))], {"B": 2}, [[f"blocks.{i}" for i in range(4)]])
+    assert trace.error is None
+    assert len(made) == 4                      # blocks.0.0 and blocks.3.0: weight and bias each, of 8
+    weights = {(v.owner, v.attr) for v in trace.values if v.kind == "param"}
+    assert weights == {("blocks.0.0", "weight"), ("blocks.0.0", "bias"), ("blocks.3.0", "weight"),
+                       ("blocks.3.0", "bias")}
+    assert all(p.device.type == "meta" for p in model.parameters())
+    assert not any("forward" in vars(m) for m in model.modules())
+
+
 def test_the_record_is_let_go_with_its_trace():
     """autograd's saved-tensor hooks and the ShapeEnv's guard listener must not keep the record alive."""
     trace = _pyramid_trace()

@@ -79,7 +79,8 @@ def forward_code(module: nn.Module):
 class Recorder(TorchFunctionMode):
     """Listens to one forward. Use as `with Recorder(model) as rec: model(...)`, then read `rec.root`."""
 
-    def __init__(self, model: nn.Module, to_size=lambda x: x, names: bool = True, originals: dict | None = None) -> None:
+    def __init__(self, model: nn.Module, to_size=lambda x: x, names: bool = True, originals: dict | None = None,
+                 closed=()) -> None:
         super().__init__()
         self.model = model
         self.originals = originals or {}    # id(fake tensor) -> the model's own tensor it stands for
@@ -106,15 +107,28 @@ class Recorder(TorchFunctionMode):
         self._hooked: set = set()           # ids of the modules hooked
         self._deferred: set = set()         # ids of modules whose submodules are hooked only once they run
         self._previous_trace = None
-        self._owners = {}
-        for prefix, module in model.named_modules(remove_duplicate=False):
-            for name, p in module.named_parameters(recurse=False):
-                self._owners.setdefault(id(p), ("param", prefix, name, p))
-            for name, b in module.named_buffers(recurse=False):
-                self._owners.setdefault(id(b), ("buffer", prefix, name, b))
-        self._paths = {}
-        for prefix, module in model.named_modules(remove_duplicate=False):
-            self._paths.setdefault(id(module), prefix)
+        self._noted = False                 # note_weights() was called: weights found later are noted too
+        self._owners: dict = {}             # id(tensor) -> (kind, module path, name, tensor)
+        self._paths: dict = {}              # id(module) -> its path
+        self._deferred.update(id(m) for m in closed)
+        self._register(model, "")
+
+    def _register(self, top: nn.Module, prefix: str) -> None:
+        """Paths of `top` and the modules below it, and the owners of their parameters and buffers, in the order
+        of named_modules(remove_duplicate=False); below a deferred module only once it opens."""
+        pending = [(prefix, top)]
+        while pending:
+            path, module = pending.pop()
+            self._paths.setdefault(id(module), path)
+            for kind, store in (("param", module._parameters), ("buffer", module._buffers)):
+                for name, t in store.items():
+                    if t is not None and id(t) not in self._owners:
+                        self._owners[id(t)] = (kind, path, name, t)
+                        if self._noted:
+                            self._note(t)
+            if module is top or id(module) not in self._deferred:
+                pending.extend(reversed([(f"{path}.{name}" if path else name, m)
+                                         for name, m in module._modules.items() if m is not None]))
 
     # -- values -----------------------------------------------------------------------------
     def new_value(self, obj, kind: str, owner: str | None = None, attr: str | None = None) -> Value:
@@ -392,11 +406,13 @@ class Recorder(TorchFunctionMode):
                 self._weights.add(t.untyped_storage()._cdata)
 
     def note_weights(self) -> None:
+        self._noted = True
         for _, _, _, t in self._owners.values():
-            try:
-                self._weights.add(t.untyped_storage()._cdata)
-            except (RuntimeError, NotImplementedError):
-                pass
+            self._note(t)
+
+    def _note(self, t: torch.Tensor) -> None:
+        with contextlib.suppress(RuntimeError, NotImplementedError):
+            self._weights.add(t.untyped_storage()._cdata)
 
     # -- names from user frames ---------------------------------------------------------------
     def _global_trace(self, frame, event, arg):
@@ -435,13 +451,12 @@ class Recorder(TorchFunctionMode):
                     v.names.append((number, var, frame.f_lineno, var in params))
 
     # -- entering and leaving -----------------------------------------------------------------
-    def defer(self, module: nn.Module) -> None:
-        """Hook `module` but not the modules below it until `hook_below(module)`: a repeated list entry that is
-        skipped never calls them, and hooks on all of a 126-layer model's modules cost memory for nothing."""
-        self._deferred.add(id(module))
-
-    def hook_below(self, module: nn.Module) -> None:
+    def open(self, module: nn.Module) -> None:
+        """A `closed` module (a repeated list entry the run may skip, see __init__) runs after all: the modules
+        below it are hooked, and their weights known, from now on. Until then hooks and owners on all of a
+        126-layer model's modules cost memory for nothing."""
         self._deferred.discard(id(module))
+        self._register(module, self._paths.get(id(module), ""))
         for child in module.children():
             self._hook_tree(child)
 

@@ -15,6 +15,7 @@ import sys
 
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from atlas.errors import where
 from atlas.trace.record import Recorder
@@ -36,15 +37,25 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
     si = SymbolicInputs(hints, "cpu")
     try:
         inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
-        with kept_state(model), _fake_tensors(model, si.mode) as originals:
-            rec = Recorder(model, si.expr, names=names, originals=originals)
+        later = _later_entries(model, repeats)
+        closed = [module for module, _ in later]
+        with kept_state(model, closed) as keep, _fake_tensors(model, si.mode, closed) as fakes:
+            rec = Recorder(model, si.expr, names=names, originals=fakes.originals, closed=closed)
             rec.note_weights()
             si.shape_env.on_guard = _guard_listener(rec, si)
             error = None
+
+            def opening(entry: nn.Module) -> None:
+                below = [m for m in entry.modules() if m is not entry]
+                keep(below)
+                with unset_fake_temporarily():
+                    fakes.swap(below)
+                rec.open(entry)
+
             # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
             # the hooks); fake tensors make the whole run cost no memory either way
             hooks = rec.saving()
-            with quiet(), evaluation(model), _skipping(model, repeats, rec), torch.enable_grad(), hooks, si.mode, \
+            with quiet(), evaluation(model), _skipping(later, rec, opening), torch.enable_grad(), hooks, si.mode, \
                     si.decompose, rec:
                 rec.register_inputs(inputs)
                 try:
@@ -76,14 +87,24 @@ def _guard_listener(rec: Recorder, si: SymbolicInputs):
 
 
 @contextlib.contextmanager
-def kept_state(model: nn.Module):
+def kept_state(model: nn.Module, closed=()):
     """Every module's plain attributes as they were before the run, and what its containers (hook dicts, dicts,
     lists, sets) held: a forward that keeps a cache on the module (`self.state = h`) must not leave fake tensors
     with symbolic sizes behind for later copies and runs; and one that installs hooks behind a flag it sets
-    (transformers' hidden-states capture) must not find the hooks without the flag next time, and add them twice."""
-    saved = [(m, dict(m.__dict__), _contents(m.__dict__)) for m in model.modules()]
+    (transformers' hidden-states capture) must not find the hooks without the flag next time, and add them twice.
+
+    `closed`: modules whose submodules are left alone for now (the repeated list entries a run may skip); yields
+    the function that keeps more modules' state, for when one of them must run after all."""
+    saved, kept = [], set()
+
+    def keep(modules) -> None:
+        for m in modules:
+            if id(m) not in kept:
+                kept.add(id(m))
+                saved.append((m, dict(m.__dict__), _contents(m.__dict__)))
+    keep(_outside(model, closed))
     try:
-        yield
+        yield keep
     finally:
         for m, before, held in saved:
             for key in [k for k in m.__dict__ if k not in before]:
@@ -93,6 +114,22 @@ def kept_state(model: nn.Module):
                     m.__dict__[key] = value
             for container, items in held:
                 _put_back(container, items)
+
+
+def _outside(model: nn.Module, closed) -> list[nn.Module]:
+    """The model's modules, each once, but for those reached only through the modules below a closed one: a
+    126-layer model's skipped layers cost no copies of their state and no fake weights."""
+    shut = {id(m) for m in closed}
+    seen, pending, out = set(), [model], []
+    while pending:
+        m = pending.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        out.append(m)
+        if id(m) not in shut:
+            pending.extend(reversed(list(m.children())))
+    return out
 
 
 def _contents(attrs: dict) -> list:
@@ -116,31 +153,47 @@ def _put_back(container, items) -> None:
         container.update(items)
 
 
+class _Fakes:
+    """The model's meta tensors replaced by fake ones, module by module; `restore` puts every one back."""
+
+    def __init__(self, mode) -> None:
+        self.mode = mode
+        self.originals: dict = {}       # id(fake) -> the real tensor
+        self._swapped: list = []
+        self._flat: list = []           # RNNs keep their own list of weights
+
+    def swap(self, modules) -> None:
+        for module in modules:
+            for store in (module._parameters, module._buffers):
+                for name, t in list(store.items()):
+                    if t is None or t.device.type != "meta":
+                        continue
+                    fake = _fake_like(t, self.mode)
+                    store[name] = fake
+                    self._swapped.append((store, name, t))
+                    self.originals[id(fake)] = t
+            if hasattr(module, "_init_flat_weights"):
+                module._init_flat_weights()
+                self._flat.append(module)
+
+    def restore(self) -> None:
+        for store, name, t in self._swapped:
+            store[name] = t
+        for m in self._flat:
+            m._init_flat_weights()
+
+
 @contextlib.contextmanager
-def _fake_tensors(model: nn.Module, mode):
+def _fake_tensors(model: nn.Module, mode, closed=()):
     """The model's meta tensors replaced, for one run, by fake tensors on the CPU: the code takes the paths it
     takes on the CPU, where its equations are checked (transformers' MoE counts tokens per expert differently
-    on the meta device). Yields {id(fake): the real tensor}; everything is put back afterwards."""
-    swapped, originals = [], {}
-    for module in model.modules():
-        for store in (module._parameters, module._buffers):
-            for name, t in list(store.items()):
-                if t is None or t.device.type != "meta":
-                    continue
-                fake = _fake_like(t, mode)
-                store[name] = fake
-                swapped.append((store, name, t))
-                originals[id(fake)] = t
-    flat = [m for m in model.modules() if hasattr(m, "_init_flat_weights")]     # RNNs keep their own list
-    for m in flat:
-        m._init_flat_weights()
+    on the meta device). Those below `closed` modules are swapped only if one of them runs (`swap`)."""
+    fakes = _Fakes(mode)
+    fakes.swap(_outside(model, closed))
     try:
-        yield originals
+        yield fakes
     finally:
-        for store, name, t in swapped:
-            store[name] = t
-        for m in flat:
-            m._init_flat_weights()
+        fakes.restore()
 
 
 def _fake_like(t: torch.Tensor, mode) -> torch.Tensor:
@@ -194,37 +247,46 @@ def evaluation(model: nn.Module):
             m.training = training
 
 
-@contextlib.contextmanager
-def _skipping(model: nn.Module, repeats, rec: Recorder):
-    """Entries 1..N-1 of each group of identical list entries: when called with exactly the inputs the
-    first entry saw, return fresh tensors of the first entry's output shapes instead of running."""
-    patched = []
+def _later_entries(model: nn.Module, repeats) -> list[tuple[nn.Module, nn.Module]]:
+    """(entry, first entry) for entries 1..N-1 of each group of identical list entries."""
+    out, seen = [], set()
     for paths in repeats:
         if len(paths) < 2:
             continue
         first = model.get_submodule(paths[0])
         for path in paths[1:]:
             module = model.get_submodule(path)
-            if module is first or "forward" in vars(module):
-                continue
-            module.forward = _skipper(module, first, rec)
-            rec.defer(module)
-            patched.append(module)
+            if module is not first and "forward" not in vars(module) and id(module) not in seen:
+                seen.add(id(module))
+                out.append((module, first))
+    return out
+
+
+@contextlib.contextmanager
+def _skipping(later, rec: Recorder, opening):
+    """Each later entry, when called with exactly the inputs the first entry saw, returns fresh tensors of the
+    first entry's output shapes instead of running; one that must run is first opened (`opening`)."""
+    for module, first in later:
+        module.forward = _skipper(module, first, rec, opening)
     try:
         yield
     finally:
-        for module in patched:
+        for module, _ in later:
             del module.forward
 
 
-def _skipper(module: nn.Module, first: nn.Module, rec: Recorder):
+def _skipper(module: nn.Module, first: nn.Module, rec: Recorder, opening):
     real = type(module).forward.__get__(module)
 
     def forward(*args, **kwargs):
         out = _untraced(_repeat, rec, module, first, args, kwargs)
         if out is not None:
             return out
-        rec.hook_below(module)
+        rec.paused += 1
+        try:
+            _untraced(opening, module)
+        finally:
+            rec.paused -= 1
         return real(*args, **kwargs)
 
     return forward
