@@ -34,3 +34,12 @@ def test_a_scalar_is_read_from_the_file_as_it_is_now(tmp_path, capsys):
     assert _summary(capsys, path) == r"y = x\,\sqrt{64}"
     path.write_text(MODEL.format(n=16))                     # same length, same lines: only the number moved
     assert _summary(capsys, path) == r"y = x\,\sqrt{16}"
+
+
+def test_an_expression_across_lines_after_wider_characters(tmp_path, capsys):
+    """The call's span counts columns in UTF-8 bytes; its text is read from those bytes, across lines."""
+    path = tmp_path / "wide.py"
+    path.write_text(MODEL.replace("return x * math.sqrt({n})", 'échelle = "√"; return (x *\n'
+                                  "                                          math.sqrt({n}))").format(n=64),
+                    encoding="utf-8")
+    assert _summary(capsys, path) == r"y = x\,\sqrt{64}"

@@ -30,41 +30,47 @@ class Eps(Num):
 
 @contextlib.contextmanager
 def one_pass():
-    """Each file's syntax tree is parsed once in a pass and let go at its end: a whole file's tree is large (0.6 MB
-    for transformers' modeling_llama.py), and a later pass must see the file as it is then."""
+    """Each file is read once in a pass and let go at its end: a later pass must see the file as it is then."""
     try:
         yield
     finally:
-        _index.cache_clear()
-        _tree.cache_clear()
+        _expression.cache_clear()
+        _lines.cache_clear()
 
 
-@functools.lru_cache(maxsize=256)
-def _tree(file: str):
+@functools.lru_cache(maxsize=64)
+def _lines(file: str) -> list[bytes] | None:
     try:
-        with open(file, encoding="utf-8") as f:
-            return ast.parse(f.read())
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        with open(file, "rb") as f:
+            return f.read().splitlines(keepends=True)
+    except OSError:
         return None
 
 
-@functools.lru_cache(maxsize=256)
-def _index(file: str) -> dict:
-    tree = _tree(file)
-    out: dict = {}
-    if tree is None:
-        return out
-    for node in ast.walk(tree):
-        if hasattr(node, "end_col_offset") and isinstance(node, ast.expr):
-            out.setdefault((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset), node)
-    return out
+@functools.lru_cache(maxsize=4096)
+def _expression(file: str, span: tuple) -> ast.expr | None:
+    """The expression at `span` (line, column, end line, end column; columns in UTF-8 bytes, as the compiler
+    gives them), parsed from its own text: a whole file's syntax tree is large (0.6 MB for transformers'
+    modeling_llama.py) and a pass needs a few dozen of its expressions."""
+    lines = _lines(file)
+    first, col, last, end = span
+    if lines is None or not 1 <= first <= last <= len(lines):
+        return None
+    if first == last:
+        text = lines[first - 1][col:end]
+    else:
+        text = lines[first - 1][col:] + b"".join(lines[first:last - 1]) + lines[last - 1][:end]
+    try:                    # in parentheses: an expression may span lines, as it may inside the call around it
+        return ast.parse(b"(" + text + b")", mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
 
 
 def expression_at(site) -> ast.expr | None:
     """The AST expression of the call a site made (a Call, a BinOp, an attribute)."""
     if site is None or site.span is None:
         return None
-    return _index(site.file).get(site.span)
+    return _expression(site.file, tuple(site.span))
 
 
 def operands(expr: ast.expr, is_method: bool, index: int, key: str | None):
