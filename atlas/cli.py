@@ -183,7 +183,7 @@ def _run(args) -> int:
         doc = atlas_build.document(loaded, _settings(args))
         code = _inputs_report([doc], args.strict)
         if args.json:
-            sys.stdout.write(serialize.dumps(serialize.as_dict(doc)))
+            serialize.dump(serialize.as_dict(doc), sys.stdout)
         else:
             from atlas.describe_table import table
             print(table(doc))
