@@ -67,7 +67,7 @@ def locate(file: str, repo_url: str | None) -> Source:
                           url=f"{TORCH_REPO}/{git}/{rel}")
         dist = _distribution_of(top)
         try:
-            version = importlib.metadata.version(dist)
+            version = _field(importlib.metadata.distribution(dist), "Version")
         except importlib.metadata.PackageNotFoundError:
             version = None
         known = PACKAGE_SOURCES.get(dist)
@@ -106,14 +106,23 @@ def _distribution_of(top: str) -> str:
         dist = importlib.metadata.distribution(top)
         here = Path(dist.locate_file(""))
         if (here / top).is_dir() or (here / f"{top}.py").is_file() or installs(dist):
-            return dist.metadata["Name"]
+            return _field(dist, "Name") or top
     except importlib.metadata.PackageNotFoundError:
         pass
     dists = list(importlib.metadata.distributions())
     for dist in dists:
         if top in (dist.read_text("top_level.txt") or "").split():
-            return dist.metadata["Name"]
-    return next((dist.metadata["Name"] for dist in dists if installs(dist)), top)
+            return _field(dist, "Name") or top
+    return next((_field(dist, "Name") or top for dist in dists if installs(dist)), top)
+
+
+def _field(dist, name: str) -> str | None:
+    """One field of a distribution's core metadata, read from the header block alone: the email parser behind
+    `dist.metadata` reads the long description too (transformers' README, 0.4 MB of parsing for a name and a
+    version)."""
+    text = (dist.read_text("METADATA") or dist.read_text("PKG-INFO") or "").replace("\r\n", "\n")
+    found = re.search(rf"^{re.escape(name)}:[ \t]*(.*?)[ \t]*$", text.split("\n\n", 1)[0], re.M | re.I)
+    return found.group(1) if found else None
 
 
 def _memo(method):

@@ -214,3 +214,14 @@ def test_the_revision_is_read_again_in_each_pass(tmp_path, capsys):
     git("commit", "-q", "-am", "second")
     second = source()
     assert not second["dirty"] and second["revision"] != first["revision"]
+
+
+def test_name_and_version_from_the_metadata_header_are_the_parsers():
+    """Every installed distribution's name and version, read from its metadata's header block, are what the email
+    parser behind importlib.metadata reads from the whole file."""
+    import importlib.metadata
+    from atlas.provenance import _field
+    dists = list(importlib.metadata.distributions())
+    assert len(dists) > 50
+    for dist in dists:
+        assert (_field(dist, "Name"), _field(dist, "Version")) == (dist.metadata["Name"], dist.metadata["Version"])
