@@ -106,8 +106,9 @@ def _document(loaded, settings: Settings) -> ModelDoc:
         doc = walk(loaded)
         bar.update()
     with progress.stage("shapes") as bar:
-        outcome = recording.record(loaded.model, doc, inputs, settings.budget_bytes, dict(settings.fixed_dims),
-                                   {s: (lo, hi) for s, lo, hi in settings.dim_bounds})
+        outcome = _recorded(loaded, doc, inputs, settings)
+        if outcome.apart:               # alike list entries that computed differently: a component per kind
+            outcome = _recorded(loaded, walk(loaded, outcome.apart), inputs, settings)
         doc, trace = replace(outcome.doc, forward_failure=outcome.failure), outcome.trace
         bar.update()
 
@@ -128,6 +129,11 @@ def _document(loaded, settings: Settings) -> ModelDoc:
             doc = replace(doc, checkpoint=checkpoint.reconcile(loaded.model, doc, listing))
             bar.update()
     return doc
+
+
+def _recorded(loaded, doc: ModelDoc, inputs, settings: Settings):
+    return recording.record(loaded.model, doc, inputs, settings.budget_bytes, dict(settings.fixed_dims),
+                            {s: (lo, hi) for s, lo, hi in settings.dim_bounds})
 
 
 def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None,

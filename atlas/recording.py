@@ -22,6 +22,7 @@ from atlas import inputs as inputs_mod
 from atlas import shapes as probes
 from atlas.i18n import msg
 from atlas.model import DimNames, ModelDoc, Shapes, ShapeStatus
+from atlas.trace import kinds
 from atlas.trace import run as trace_run
 from atlas.trace import shapes as trace_shapes
 
@@ -44,6 +45,7 @@ class Outcome:
     trace: object                   # atlas.trace.structures.Trace, or None
     notes: list = field(default_factory=list)      # Text sentences: how the inputs were found, retries
     failure: object = None          # a Text: why the model-level forward did not run, if it did not
+    apart: dict = field(default_factory=dict)   # module path -> its kind, for list entries that computed differently
 
 
 def _choices_of(disc) -> list[Choice]:
@@ -254,7 +256,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
             comps.append(comp)
         shaped = replace(shaped, components=tuple(comps), dims=dim_names)
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes,
-                       _root_failure(shaped, None))
+                       _root_failure(shaped, None), _apart(model, trace, repeats))
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
         limits = _limits(disc, bounds, symbols, trace.hints if trace is not None else None)
@@ -279,7 +281,28 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
             shapes = _own_record(model, module, comp, trace, vocab)
         comps.append(replace(comp, shapes=shapes))
     doc = replace(doc, components=tuple(comps), dims=dim_names, inputs=texts, input_notes=tuple(notes))
-    return Outcome(doc, trace, notes, None)
+    return Outcome(doc, trace, notes, None, _apart(model, trace, repeats))
+
+
+def _apart(model: nn.Module, trace, repeats: list[list[str]]) -> dict[str, str]:
+    """{module path: kind} for the entries of each group of alike list entries whose kinds (atlas.trace.kinds)
+    computed differently in the run: kinds that computed the same share a label, and stay one component."""
+    out = {}
+    for paths in repeats:
+        keys = kinds.kinds([model.get_submodule(p) for p in paths])
+        firsts: dict = {}
+        for path, key in zip(paths, keys):
+            firsts.setdefault(key, path)
+        if len(firsts) < 2:
+            continue
+        done = {key: trace_shapes.first_call_of(trace, model, path) for key, path in firsts.items()}
+        if any(call is None or call.skipped for call in done.values()):
+            continue
+        labels: dict = {}
+        label = {key: labels.setdefault(kinds.computation(call), str(len(labels))) for key, call in done.items()}
+        if len(labels) > 1:
+            out.update((path, label[key]) for path, key in zip(paths, keys))
+    return out
 
 
 def _root_failure(shaped: ModelDoc, error):

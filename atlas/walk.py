@@ -3,7 +3,9 @@
 A component is a position in the tree. Entries of ModuleList, ModuleDict and
 Sequential that are structurally identical (same class, same hyper-parameters,
 same parameter shapes, same children, same tying) collapse into one component
-with an instance count. The walker knows nothing about any particular model.
+with an instance count, unless the symbolic run found that they compute
+differently (`kinds`, from atlas.recording). The walker knows nothing about any
+particular model.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ class _Position:
 
 
 class _Walker:
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, kinds: dict | None = None) -> None:
         self.model = model
+        self.kinds = kinds or {}        # module path -> kind, for list entries that compute differently
         self.owners = accounting.tensor_owners(model)
         self._sigs: dict[str, str] = {}
         self.components: list[Component] = []
@@ -49,6 +52,7 @@ class _Walker:
         parts = [
             qualname(type(module)),
             str(getattr(module, "atlas_name", "")),
+            self.kinds.get(path, ""),
             _extra_repr(module),
             [(n, accounting.shape_of(p), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
              for n, p in module._parameters.items() if p is not None],
@@ -230,9 +234,10 @@ def model_name(model: nn.Module) -> tuple[str, str]:
     return name, names.slug(name)
 
 
-def walk(loaded: Loaded) -> ModelDoc:
+def walk(loaded: Loaded, kinds: dict | None = None) -> ModelDoc:
+    """The model's components; `kinds` ({module path: kind}) keeps apart list entries that compute differently."""
     model = loaded.model
-    walker = _Walker(model)
+    walker = _Walker(model, kinds)
     walker.visit("", None, None, [("", model)], 1)
     name, slug = model_name(model)
     doc = ModelDoc(

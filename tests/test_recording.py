@@ -254,6 +254,21 @@ def test_only_entries_that_run_get_fake_weights(monkeypatch):
     assert not any("forward" in vars(m) for m in model.modules())
 
 
+def test_alike_entries_that_compute_differently_are_components_apart(capsys):
+    """List entries with the same class and parameter shapes are one component only if they compute the same: the
+    run runs the first entry of each kind of plain settings (not an index every entry carries) and compares what
+    they computed. The block without its tanh gets its own page and equations; the heads whose label differs stay
+    one component."""
+    data, _ = _describe(capsys, "settings")
+    comps = {c["id"]: c for c in data["components"]}
+    assert {cid: c["instances"] for cid, c in comps.items() if c["parent"] == ""} == \
+        {"blocks.0-2": 3, "blocks.3": 1, "heads": 4}
+    tanh = lambda cid: "tanh" in json.dumps(comps[cid]["equations"]["summary"])
+    assert tanh("blocks.0-2") and not tanh("blocks.3") and tanh("heads")
+    assert all(c["verification"]["verified"] for c in data["components"]), \
+        [c["id"] for c in data["components"] if not c["verification"]["verified"]]
+
+
 def test_the_record_is_let_go_with_its_trace():
     """autograd's saved-tensor hooks and the ShapeEnv's guard listener must not keep the record alive."""
     trace = _pyramid_trace()

@@ -18,6 +18,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from atlas.errors import where
+from atlas.trace import kinds
 from atlas.trace.record import Recorder
 from atlas.trace.structures import Call, Guard, Ref, Trace
 from atlas.trace.symbolic import SymbolicInputs, quiet, release
@@ -248,14 +249,16 @@ def evaluation(model: nn.Module):
 
 
 def _later_entries(model: nn.Module, repeats) -> list[tuple[nn.Module, nn.Module]]:
-    """(entry, first entry) for entries 1..N-1 of each group of identical list entries."""
+    """(entry, first entry of its kind) for every entry of each group of identical list entries but the first of
+    each kind (atlas.trace.kinds): an entry may be skipped only for one that has its settings."""
     out, seen = [], set()
     for paths in repeats:
         if len(paths) < 2:
             continue
-        first = model.get_submodule(paths[0])
-        for path in paths[1:]:
-            module = model.get_submodule(path)
+        entries = [model.get_submodule(p) for p in paths]
+        firsts: dict = {}
+        for module, kind in zip(entries, kinds.kinds(entries)):
+            first = firsts.setdefault(kind, module)
             if module is not first and "forward" not in vars(module) and id(module) not in seen:
                 seen.add(id(module))
                 out.append((module, first))
