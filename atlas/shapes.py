@@ -55,6 +55,31 @@ def probe_sizes(symbols, limits: dict | None = None) -> list[dict[str, int]]:
             shift = high - values[-1]
         columns[sym] = [max(2, v + shift) for v in values]
     return [{sym: columns[sym][k] for sym in symbols} for k in range(len(PROBE_VALUES[0]))]
+
+
+def check_sizes(probes: list[dict[str, int]], limits: dict | None = None) -> list[dict[str, int]]:
+    """Probes that check the fits of the others, at sizes none of them had: in the probes all symbols grow
+    together and stay close, so a height's dim fits the width as well (floor(W/5) - 6 where it is floor(H/5) - 6),
+    a length's the batch, and stride 8 fits where stride 5 is (ceiling(T/8) + 3 = floor(T/5) - 1 from T = 60 to 73).
+    Each symbol goes, in turn, well past its probes (twice as far again, within its limit) while the others step
+    just above their smallest."""
+    columns = {sym: sorted({p[sym] for p in probes}) for sym in probes[0]}
+
+    def far(sym: str) -> int:
+        column, high = columns[sym], (limits or {}).get(sym, (None, None))[1]
+        value = 3 * column[-1] - 2 * column[0] + 1
+        return value if high is None or value <= high else column[-2] + 1
+
+    def near(sym: str) -> int:
+        column, value = columns[sym], columns[sym][0] + 1
+        while value in column and value < column[-1]:
+            value += 1
+        return value
+    names = list(columns)
+    parity = [[s for i, s in enumerate(names) if i % 2 == k] for k in (0, 1)]
+    return [{s: far(s) if s in group else near(s) for s in names} for group in parity if group]
+
+
 MAX_DENOMINATOR = 8
 DEFAULT_BUDGET_BYTES = 2 * 1024**3
 
@@ -134,9 +159,13 @@ def example_inputs(specs: list[inputs_mod.InputSpec], sizes: dict[str, int], dev
     return out
 
 
-def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocabulary) -> Dim:
-    """A dim's size at each probe -> a fixed size or the simplest expression in the symbols."""
-    if len(set(values)) == 1:
+def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocabulary,
+        checks: list[tuple[dict[str, int], int]] = ()) -> Dim:
+    """A dim's size at each probe -> a fixed size or the simplest expression in the symbols. `checks`: (sizes, the
+    dim's size there) of probes every fit must also match (check_sizes); where none does, the dim varies."""
+    def holds(expr) -> bool:
+        return all(int(expr.subs({s: sizes[str(s)] for s in expr.free_symbols})) == value for sizes, value in checks)
+    if len(set(values)) == 1 and all(value == values[0] for _, value in checks):
         return Dim(value=values[0])
     names = list(probes[0])
     syms = {n: sympy.Symbol(n, positive=True, integer=True) for n in names}
@@ -156,12 +185,15 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
             rounded = _rounded(a, b, mono, xs, values)
             if rounded is not None:
                 floored.append(rounded)
-    found += floored
+    found = [e for e in found + floored if holds(e)]
     if not found:
-        found = _fit_pairs(values, probes, monomials, syms, names)
+        found = [e for e in _fit_pairs(values, probes, monomials, syms, names) if holds(e)]
     if not found:           # rounding bends the slope two probes give (2/85 for floor(W/32) at 136, 221)
-        strided = [f for mono in monomials for f in [_strided(mono, [int(mono.subs({syms[n]: p[n] for n in names}))
-                                                                    for p in probes], values)] if f is not None]
+        def at(mono, sizes) -> int:
+            return int(mono.subs({syms[n]: sizes[n] for n in names}))
+        strided = [f for mono in monomials
+                   for f in [_strided(mono, [at(mono, p) for p in probes], values,
+                                      [(at(mono, sizes), value) for sizes, value in checks])] if f is not None]
         found = [min(strided, key=lambda f: f[0])[1]] if strided else []
     if not found:
         return Dim(symbol="?", name=inputs_mod.VARIES)
@@ -183,19 +215,20 @@ def _rounded(a, b, mono, xs: list[int], values: list[int]):
     return None
 
 
-def _strided(mono, xs: list[int], values: list[int]):
-    """(how plain it is, floor((mono + m) / q) or its ceiling) fitting every probe: a stride q (a pool, a conv, a padded split) up to a
-    CNN's 32 (64 at most). Where several fit four probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest
-    stride wins (strides multiply small numbers: 32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and
-    between the symbols."""
+def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int]] = ()):
+    """(how plain it is, floor((mono + m) / q) or its ceiling) fitting every probe, and each (mono's value, size)
+    of `checks`: a stride q (a pool, a conv, a padded split) up to a CNN's 32 (64 at most). Where several fit four
+    probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest stride wins (strides multiply small numbers:
+    32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and between the symbols."""
     if values[-1] <= values[0] or xs[-1] <= xs[0]:
         return None
     best = None
+    points = list(zip(xs, values)) + list(checks)
     for q in range(2, 65):
         centre = values[0] * q - xs[0]
         for m in range(centre - q, centre + q + 1):
             for ceiling in (False, True):
-                if all((-((-(x + m)) // q) if ceiling else (x + m) // q) == v for x, v in zip(xs, values)):
+                if all((-((-(x + m)) // q) if ceiling else (x + m) // q) == v for x, v in points):
                     key = (_largest_prime(q), abs(m), q, ceiling)
                     if best is None or key < best[0]:
                         best = (key, q, m, ceiling)
@@ -233,14 +266,16 @@ def _fit_pairs(values, probes, monomials, syms, names) -> list:
     return found
 
 
-def _shape_of(records: list[list], probes, vocab) -> tuple[TensorShape, ...] | None:
-    """Combine one tensor list across probes; None where their structure differs."""
+def _shape_of(records: list[list], probes, vocab, checks=()) -> tuple[TensorShape, ...] | None:
+    """Combine one tensor list across probes; None where their structure differs. `checks`: (sizes, the list at
+    them) of the probes the fits must match too (check_sizes)."""
     first = records[0]
-    if any([(n, len(s)) for n, s, _ in r] != [(n, len(s)) for n, s, _ in first] for r in records):
+    if any([(n, len(s)) for n, s, _ in r] != [(n, len(s)) for n, s, _ in first] for r in [*records, *(c[1] for c in checks)]):
         return None
     out = []
     for i, (name, shape, dtype) in enumerate(first):
-        dims = tuple(fit([r[i][1][j] for r in records], probes, vocab) for j in range(len(shape)))
+        dims = tuple(fit([r[i][1][j] for r in records], probes, vocab, [(c[0], c[1][i][1][j]) for c in checks])
+                     for j in range(len(shape)))
         out.append(TensorShape(name, dims, dtype))
     return tuple(out)
 
@@ -406,10 +441,12 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
             return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=msg(
                 "the meta-device forward failed (%(error)s); the CPU forward failed too (%(cpu_error)s)",
                 error=where(meta_exc), cpu_error=where(cpu_exc))), dim_names, tuple(texts))
+    checked = _checked_runs(target, specs, probes, method, doc, limits)
     comps = []
     for comp in doc.components:
         module = target.get_submodule(comp.module_paths[0])
         recs = [run.get(id(module)) for run in runs]
+        seen = [(sizes, run[id(module)]) for sizes, run in checked if id(module) in run]
         own = getattr(module, "atlas_inputs", None) or leaf_inputs(module)
         if all(r is None for r in recs) and own and module is not target:
             recs = _own_probes(module, own, vocab, method)
@@ -419,8 +456,8 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
         elif any(r is None for r in recs):
             shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method, reason=msg("called for some input sizes only"))
         else:
-            ins = _shape_of([r[0] for r in recs], probes, vocab)
-            outs = _shape_of([r[1] for r in recs], probes, vocab)
+            ins = _shape_of([r[0] for r in recs], probes, vocab, [(sizes, r[0]) for sizes, r in seen])
+            outs = _shape_of([r[1] for r in recs], probes, vocab, [(sizes, r[1]) for sizes, r in seen])
             if ins is None or outs is None:
                 shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method,
                                 reason=msg("its inputs or outputs change structure with the input size"))
@@ -428,6 +465,18 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
                 shapes = Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
         comps.append(replace(comp, shapes=shapes))
     return replace(doc, components=tuple(comps), dims=dim_names, inputs=tuple(texts))
+
+
+def _checked_runs(model: nn.Module, specs, probes, device: str, doc: ModelDoc, limits) -> list[tuple[dict, dict]]:
+    """(sizes, records) of each probe that checks the fits (check_sizes) and ran: one the model refuses (sizes it
+    cannot take) checks nothing."""
+    out = []
+    for sizes in check_sizes(probes, limits) if probes[0] else ():
+        try:
+            out.append((sizes, _run(model, specs, [sizes], device, doc if device == "meta" else None)[0]))
+        except Exception:
+            continue
+    return out
 
 
 def leaf_inputs(module: nn.Module) -> tuple[str, ...] | None:

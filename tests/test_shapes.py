@@ -27,6 +27,35 @@ def test_fit_expressions():
     assert fitted(lambda B, T: T * T * B).symbol == "?"
 
 
+def test_fits_must_hold_at_the_checking_probes():
+    """Four probes in which the batch and the length grow together, close together, fit a conv's length
+    (floor((T - 10)/5) + 1 from T = 60 to 73) to the batch; the checking probes, well past them and moving the
+    symbols apart, keep the formula that holds there too, and one nothing fits stays unknown rather than wrong."""
+    probes = [{"B": b, "T": t} for b, t in ((3, 60), (4, 64), (6, 68), (8, 73))]
+    conv = lambda B, T: (T - 10) // 5 + 1                                           # noqa: E731
+    values = [conv(p["B"], p["T"]) for p in probes]
+    assert shapes.fit(values, probes, VOCAB).symbol == "ceiling(B/2) + 9"         # four probes alone: the batch
+    checks = shapes.check_sizes(probes)
+    assert len(checks) == 2 and all(c["T"] not in (60, 64, 68, 73) for c in checks)
+    assert {c["T"] > 73 for c in checks} == {True, False} and {c["B"] > 8 for c in checks} == {True, False}
+    fitted = shapes.fit(values, probes, VOCAB, [(c, conv(c["B"], c["T"])) for c in checks])
+    assert fitted.symbol == "floor(T/5) - 1"
+    twice = lambda B, T: conv(B, conv(B, T))                                        # noqa: E731
+    assert shapes.fit([twice(p["B"], p["T"]) for p in probes], probes, VOCAB,
+                      [(c, twice(c["B"], c["T"])) for c in checks]).symbol == "?"
+
+
+def test_a_height_is_not_fitted_to_the_width(capsys):
+    """The code needs exact sizes (a loop over rows), so the shapes come from probes, in which height and width
+    grow together: the pooled height was written floor(W/5). The checking probes move them apart."""
+    assert main(["describe", "tests/fixtures/recording_models.py:two_strides", "--json", "--verify"]) == 0
+    import json
+    root = json.loads(capsys.readouterr().out)["components"][0]
+    assert [d["symbol"] if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == \
+        ["B", 1, "floor(H/5)", "floor(W/3)"]
+    assert root["verification"]["verified"]
+
+
 def evaluate(dim, sizes):
     if not dim.symbolic:
         return dim.value
