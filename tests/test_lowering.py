@@ -233,3 +233,22 @@ def test_a_lowering_that_leaves_a_hole_falls_back(monkeypatch):
     monkeypatch.setitem(lower_mod.TABLE, "mm", lambda L: t.MatMul(L.get("input"), None))
     node = lower_mod.lower(_event(torch.mm, "mm", X, Y), _node_of)
     assert isinstance(node, n.Apply) and node.meta["name"] == "mm"
+
+
+def test_a_shared_node_is_visited_once_by_distinct():
+    """A dense block's layer takes every earlier output: walk() reaches the first one once per path, 2^29 times at
+    depth 30; distinct() visits each node once, in walk()'s order of first visits (the page's constants and steps
+    keep their order)."""
+    from atlas.equations.nodes import Node, Sym
+
+    class Cat(Node):
+        __slots__ = ()
+
+    x = Sym("x")
+    outputs = [x]
+    for _ in range(30):
+        outputs.append(Cat(tuple(outputs)))
+    top = outputs[-1]
+    assert len(list(top.distinct())) == 31
+    small = outputs[4]
+    assert [id(n) for n in small.distinct()] == list(dict.fromkeys(id(n) for n in small.walk()))

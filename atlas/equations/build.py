@@ -147,7 +147,7 @@ class Builder(ChildCalls, ListLoops):
         for node in nodes:
             if not isinstance(node, Node):
                 continue
-            for n in node.walk():
+            for n in node.distinct():
                 if isinstance(n, Eps):
                     key = f"c.eps.{n.value!r}"
                     self.d.prog.add(key, "const", ("const", n.value), base="eps", scalar=True)

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from itertools import islice
+
 import inspect
 
 from torch import nn
@@ -66,7 +68,8 @@ class ChildCalls:
             self._events(c, section, depth + 1)
             for ref in outs:                        # a long expression is a step of its own, named by the child
                 node = d.env.get(ref.value.id)
-                if isinstance(node, Node) and not isinstance(node, Sym) and sum(1 for _ in node.walk()) > MAX_INLINE:
+                if isinstance(node, Node) and not isinstance(node, Sym) and \
+                        next(islice(node.walk(), MAX_INLINE, None), None) is not None:
                     node.meta.setdefault("hint", rel.rsplit(".", 1)[-1])
                     d.hoist.add(id(node))
             return

@@ -50,6 +50,19 @@ class Node:
         for a in self.children():
             yield from a.walk()
 
+    def distinct(self):
+        """This node and every node under it, each once, in walk()'s order of first visits: a node shared by many
+        (a dense block's concatenated features, each layer's input holding every earlier output) is under walk()
+        once per path to it, which grows with the square of the depth and beyond."""
+        seen, pending = set(), [self]
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            yield node
+            pending.extend(reversed(node.children()))
+
     def rebuild(self, args):
         """A copy with other arguments, the same kind and settings."""
         new = object.__new__(type(self))
