@@ -10,6 +10,7 @@ memory budget; where that fails too, every page says why its shapes are missing.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import logging
 from dataclasses import replace
@@ -168,11 +169,9 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
     if len(set(values)) == 1 and all(value == values[0] for _, value in checks):
         return Dim(value=values[0])
     names = list(probes[0])
-    syms = {n: sympy.Symbol(n, positive=True, integer=True) for n in names}
-    monomials = [syms[n] for n in names] + [a * b for a, b in combinations_with_replacement(syms.values(), 2)]
+    table = _monomials(tuple(tuple(p.items()) for p in probes), tuple(tuple(sizes.items()) for sizes, _ in checks))
     found, floored = [], []
-    for mono in monomials:
-        xs = [int(mono.subs({syms[n]: p[n] for n in names})) for p in probes]
+    for mono, xs, _ in table:
         if xs[1] == xs[0]:
             continue
         a = sympy.Rational(values[1] - values[0], xs[1] - xs[0])
@@ -187,13 +186,11 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
                 floored.append(rounded)
     found = [e for e in found + floored if holds(e)]
     if not found:
-        found = [e for e in _fit_pairs(values, probes, monomials, syms, names) if holds(e)]
+        found = [e for e in _fit_pairs(values, table) if holds(e)]
     if not found:           # rounding bends the slope two probes give (2/85 for floor(W/32) at 136, 221)
-        def at(mono, sizes) -> int:
-            return int(mono.subs({syms[n]: sizes[n] for n in names}))
-        strided = [f for mono in monomials
-                   for f in [_strided(mono, [at(mono, p) for p in probes], values,
-                                      [(at(mono, sizes), value) for sizes, value in checks])] if f is not None]
+        strided = [f for mono, xs, at_checks in table
+                   for f in [_strided(mono, xs, values, list(zip(at_checks, (value for _, value in checks))))]
+                   if f is not None]
         found = [min(strided, key=lambda f: f[0])[1]] if strided else []
     if not found:
         return Dim(symbol="?", name=inputs_mod.VARIES)
@@ -226,12 +223,17 @@ def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int
     points = list(zip(xs, values)) + list(checks)
     for q in range(2, 65):
         centre = values[0] * q - xs[0]
-        for m in range(centre - q, centre + q + 1):
-            for ceiling in (False, True):
-                if all((-((-(x + m)) // q) if ceiling else (x + m) // q) == v for x, v in points):
-                    key = (_largest_prime(q), abs(m), q, ceiling)
-                    if best is None or key < best[0]:
-                        best = (key, q, m, ceiling)
+        for ceiling in (False, True):
+            # the shifts m that give every point: floor((x + m)/q) = v for v*q - x <= m <= v*q - x + q - 1,
+            # ceiling for (v - 1)*q - x + 1 <= m <= v*q - x; within the window searched, the one nearest 0
+            low = max([centre - q] + [(v - 1) * q - x + 1 if ceiling else v * q - x for x, v in points])
+            high = min([centre + q] + [v * q - x if ceiling else v * q - x + q - 1 for x, v in points])
+            if low > high:
+                continue
+            m = min(max(0, low), high) if low <= 0 <= high or low > 0 else high
+            key = (_largest_prime(q), abs(m), q, ceiling)
+            if best is None or key < best[0]:
+                best = (key, q, m, ceiling)
     if best is None:
         return None
     key, q, m, ceiling = best
@@ -247,13 +249,24 @@ def _largest_prime(n: int) -> int:
     return largest
 
 
-def _fit_pairs(values, probes, monomials, syms, names) -> list:
+@functools.lru_cache(maxsize=64)
+def _monomials(probes: tuple, checks: tuple) -> tuple:
+    """(monomial, its value at each probe, its value at each check) for the symbols and their products: the same
+    for every dim of a run, computed once (sympy's subs, thousands of times per model otherwise)."""
+    names = [n for n, _ in probes[0]]
+    syms = {n: sympy.Symbol(n, positive=True, integer=True) for n in names}
+    monomials = [syms[n] for n in names] + [a * b for a, b in combinations_with_replacement(syms.values(), 2)]
+
+    def at(mono, sizes) -> int:
+        return int(mono.subs({syms[n]: v for n, v in sizes}))
+    return tuple((mono, tuple(at(mono, p) for p in probes), tuple(at(mono, c) for c in checks)) for mono in monomials)
+
+
+def _fit_pairs(values, table) -> list:
     """a1*m1 + a2*m2, solved on two probes and checked on the others (e.g. B*T + B)."""
     found = []
-    for i, m1 in enumerate(monomials):
-        for m2 in monomials[i + 1:]:
-            x1 = [int(m1.subs({syms[n]: p[n] for n in names})) for p in probes]
-            x2 = [int(m2.subs({syms[n]: p[n] for n in names})) for p in probes]
+    for i, (m1, x1, _) in enumerate(table):
+        for m2, x2, _ in table[i + 1:]:
             det = x1[0] * x2[1] - x1[1] * x2[0]
             if det == 0:
                 continue
