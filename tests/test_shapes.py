@@ -204,3 +204,38 @@ def test_probes_tell_height_from_width_and_find_a_cnns_stride():
     assert fit([-(-p["W"] // 2) for p in probes], probes, vocab).symbol == "ceiling(W/2)"
     assert fit([p["W"] // 32 for p in probes], probes, vocab).symbol == "floor(W/32)"
     assert fit([p["H"] // 32 for p in probes], probes, vocab).symbol == "floor(H/32)"
+
+
+def _strided_by_search(mono, xs, values, checks=()):
+    """The stride fit by trying every shift in the window: what shapes._strided must agree with."""
+    best = None
+    for q in range(2, 65):
+        centre = values[0] * q - xs[0]
+        for m in range(centre - q, centre + q + 1):
+            for ceiling in (False, True):
+                if all((-((-(x + m)) // q) if ceiling else (x + m) // q) == v for x, v in [*zip(xs, values), *checks]):
+                    key = (shapes._largest_prime(q), abs(m), q, ceiling)
+                    if best is None or key < best[0]:
+                        best = (key, (sympy.ceiling if ceiling else sympy.floor)((mono + m) / q))
+    return best
+
+
+def test_stride_shifts_from_intervals_equal_the_search():
+    import random
+    rng = random.Random(0)
+    T = sympy.Symbol("T", positive=True, integer=True)
+    fitted = 0
+    for _ in range(60):
+        q, m, ceiling = rng.randint(1, 40), rng.randint(-30, 30), rng.random() < 0.5
+        size = (lambda x: -((-(x + m)) // q)) if ceiling else (lambda x: (x + m) // q)      # noqa: E731
+        xs = sorted(rng.sample(range(5, 300), 4))
+        values = [size(x) for x in xs]
+        if rng.random() < 0.3:
+            values[2] += 1                      # a size no stride gives
+        check = rng.randint(5, 600)
+        if values[-1] <= values[0]:
+            continue
+        got = shapes._strided(T, xs, values, [(check, size(check))])
+        assert got == _strided_by_search(T, xs, values, [(check, size(check))]), (q, m, ceiling, xs, values)
+        fitted += got is not None
+    assert fitted > 25
