@@ -171,6 +171,16 @@ def _inputs_report(docs, strict: bool) -> int:
     return EXIT_STALE if strict and failed else EXIT_OK
 
 
+def _release_read_sources() -> None:
+    """Let go of the source files Python's line cache holds, the ones it can read again. torch's import reads 2.7 MB
+    of lines into it (torch/nn/functional.py alone 0.7 MB, for its docstrings and configs) and transformers' adds
+    the model's files; nothing in a describe reads them (atlas.source_spans reads files itself), and the memory
+    they free serves the stages after the load. Entries that are not files (code registered for tracebacks) stay."""
+    import linecache
+    for name in [name for name, entry in linecache.cache.items() if len(entry) == 4 and entry[1] is not None]:
+        del linecache.cache[name]
+
+
 def _run(args) -> int:
     from atlas import pipeline as atlas_build
     from atlas import serialize
@@ -180,6 +190,7 @@ def _run(args) -> int:
         loaded = load(args.spec or DEFAULT_SPEC)
         if gc.get_freeze_count():       # a one-shot process (atlas/__main__.py): the model lives to the end too
             gc.freeze()
+            _release_read_sources()
         doc = atlas_build.document(loaded, _settings(args))
         code = _inputs_report([doc], args.strict)
         if args.json:

@@ -111,6 +111,11 @@ class Verification:
     reason: str | None = None       # why it was not run, or what did not match
     dtype: str | None = None
 
+    @property
+    def mismatch(self) -> bool:
+        """The equations ran and disagree with forward(), or could not run: a failing build."""
+        return not self.verified and self.max_error is not None
+
 
 class EquationStatus(str, Enum):
     DERIVED = "derived"             # from the code: registry (leaves) or forward() source (composites)

@@ -214,3 +214,26 @@ def test_a_tied_head_is_marked_tied_not_a_sliver_of_the_parameters(capsys):
     page = render(doc)[f"{doc.slug}/index.md"]
     item = next(li for li in page.split("<li") if ">LM head</a>" in li)
     assert 'atlas-tag--tied">tied<' in item and "&lt; 0.1%" not in item and "< 0.1%" not in item
+
+
+def test_one_shot_describe_lets_go_of_the_source_lines_python_cached(capsys):
+    """A one-shot describe (atlas/__main__.py freezes the collector) drops linecache's file entries after the model is
+    built: torch's import leaves 2.7 MB of lines there that nothing reads. Code registered for tracebacks stays, and
+    a describe from a program that calls main() leaves the cache alone."""
+    import gc
+    import linecache
+
+    read = str(FIXTURES)
+    registered = ("<atlas-test-registered>", (7, None, ["x = 1\n"], "<atlas-test-registered>"))
+    for frozen in (False, True):
+        linecache.getlines(read)
+        linecache.cache[registered[0]] = registered[1]
+        if frozen:
+            gc.freeze()
+        try:
+            assert main(["describe", "tests/fixtures/nanogpt.py:gpt", "--json"]) == 0
+        finally:
+            gc.unfreeze()
+        capsys.readouterr()
+        assert (read in linecache.cache) is not frozen
+        assert linecache.cache.pop(registered[0]) == registered[1]

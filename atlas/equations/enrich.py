@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from torch import nn
 
-from atlas.equations import leaves, naming, override, scalars
+from atlas.equations import leaves, naming, scalars
 from atlas.equations.build import Builder
 from atlas.equations.leaves import Unsupported
 from atlas.equations.nodes import Sym
@@ -22,7 +22,6 @@ from atlas.equations.ops_nn import Loop
 from atlas.equations.present import present
 from atlas.equations.program import Program, Step
 from atlas.equations.select import select
-from atlas.equations.verify import is_mismatch, verify
 from atlas.errors import AtlasError
 from atlas.expressions import symbol_names
 from atlas.i18n import msg
@@ -82,6 +81,7 @@ def program_for(module: nn.Module, comp: Component, call, title_of=None, chained
     lines = getattr(type(module), "atlas_equations", None)
     dims = _dim_symbols(comp)
     if lines:
+        from atlas.equations import override
         names = [t.name for t in comp.shapes.inputs]
         prog = override.program(module, lines, names)
         naming.name(prog, reserved=dims)
@@ -138,6 +138,7 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
                         for st in prog.steps if isinstance(st.node, Loop)}
     if not run:
         return eq, sentence
+    from atlas.equations.verify import verify       # the check's machinery, for the runs that check
     rec = record_of(trace, comp.module_paths[0])
     check = verify(module, prog, call, rec.hints, budget_bytes, working=rec.dtype, assumed=rec.assumed)
     return replace(eq, verification=check), sentence
@@ -157,7 +158,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DE
                                                 comp.id in chained)
             chained.update(_looped.pop(comp.id, ()))
             v = equations.verification
-            if v is not None and is_mismatch(v):
+            if v is not None and v.mismatch:
                 failures.append(f"{comp.id or '(model)'}: {v.reason}")
             out.append(replace(comp, equations=equations, summary=sentence))
             if tick is not None:

@@ -284,8 +284,3 @@ def _error(e: torch.Tensor, a: torch.Tensor) -> float:
 def reported_bound(error: float, tolerance: float) -> float:
     """tolerance/1000 when the error is below it, else the tolerance: stable across machines."""
     return tolerance / 1000 if error <= tolerance / 1000 else tolerance
-
-
-def is_mismatch(v: Verification) -> bool:
-    """The equations ran and disagree with forward(), or could not run: a failing build."""
-    return not v.verified and v.max_error is not None
