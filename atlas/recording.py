@@ -15,6 +15,7 @@ import logging
 import re
 from dataclasses import dataclass, field, replace
 
+import sympy
 import torch
 from torch import nn
 
@@ -115,6 +116,8 @@ def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
                     break
         if trace.error is None and trace.root is not None:
             trace = _within_limits(model, trace, specs, choice, bounds, repeats)
+            trace = _at_reference(model, _past_ones(model, trace, specs, choice, bounds, repeats), specs, choice,
+                                  bounds, repeats)
         t.trace, t.choice, t.specs, t.symbols = trace, choice, specs, symbols
         if t.ok:
             return t
@@ -143,6 +146,56 @@ def _within_limits(model, trace, specs, choice, bounds: dict, repeats):
             trace = again
     trace.upper = {**limits, **{s: v for s, v in trace.upper.items() if s not in limits or v[0] < limits[s][0]}}
     return trace
+
+
+def _past_ones(model, trace, specs, choice, bounds: dict, repeats, tries: int = 3):
+    """The record again at larger sizes, where the run's sizes left a size made from them at 1 and the code pinned
+    them there (an image so small that the last feature map is 1 x 1, which an adaptive pool passes through as is):
+    the symbols pinned so are doubled, up to `tries` times and within --dim's limits, and the first run that pins
+    fewer symbols is the record, within the code's limits (_within_limits). The pinned run's own limits are not
+    the code's: a 1 x 1 map bounds the image it came from."""
+    pinned = set(trace.pinned_at_one) & set(trace.specialized)
+    grown = dict(trace.hints)
+    for _ in range(tries if pinned else 0):
+        for s in pinned:
+            grown[s] *= 2
+        if any(bounds.get(s, (None, None))[1] is not None and grown[s] > bounds[s][1] for s in pinned):
+            break
+        again = trace_run.symbolic(model, specs, _hints(specs, list(grown), grown, bounds), repeats)
+        if again.error is None and again.root is not None:
+            again = _within_limits(model, again, specs, replace(choice, hints=grown), bounds, repeats)
+            if len(again.specialized) < len(trace.specialized):
+                return again
+    return trace
+
+
+def _off_reference(model, trace, bounds: dict) -> tuple[dict, list]:
+    """(the reference sizes, the run's branch conditions that do not hold there)."""
+    from atlas.costing import reference_sizes
+    upper = {s: v for s, (v, _) in trace.upper.items()}
+    upper.update({s: high for s, (_, high) in bounds.items() if high is not None and high < upper.get(s, high + 1)})
+    reference = dict(reference_sizes(model, list(trace.hints), None, upper))
+    at = {trace.symbols[s]: v for s, v in reference.items() if s in trace.symbols}
+    return reference, [c for c in trace.branches if c.subs(at) == sympy.false]
+
+
+def _at_reference(model, trace, specs, choice, bounds: dict, repeats):
+    """The record again at the sizes the pages count costs at, where the run took a branch its own sizes decided
+    and those sizes take the other side (Swin at a 40 x 56 image: one window per map from the second stage on, so no
+    shifted windows; its attention FLOPs at 224 x 224 were 2.7 times too many). The dims of those conditions take
+    the reference sizes (kept distinct, as the run's sizes are) and the run is kept where fewer conditions are off."""
+    if not trace.branches:
+        return trace
+    reference, off = _off_reference(model, trace, bounds)
+    if not off:
+        return trace
+    named = {str(x) for c in off for x in c.free_symbols}
+    grown = {**trace.hints, **{s: reference[s] for s in named if s in reference and s in trace.hints}}
+    again = trace_run.symbolic(model, specs, _hints(specs, list(grown), grown, bounds), repeats)
+    if again.error is not None or again.root is None or len(again.specialized) > len(trace.specialized):
+        return trace
+    again = _within_limits(model, again, specs, replace(choice, hints=grown), bounds, repeats)
+    return again if len(_off_reference(model, again, bounds)[1]) < len(off) else trace
 
 
 def _escalate(model, tried: _Try, disc, fixed, bounds, vocab, repeats) -> tuple[_Try, object]:

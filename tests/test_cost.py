@@ -353,3 +353,42 @@ def test_an_image_model_has_no_per_token_figures():
     assert "T" in dict(doc.cost_summary.reference)       # the made-up input's T, for the spare layer's own page
     page = render(doc)[f"{doc.slug}/index.md"]
     assert "per token" not in page and rows([doc])[0].cells["flops"][1] is False
+
+
+def test_a_size_that_was_1_at_the_runs_sizes_pins_nothing():
+    """Given [B, 3, H, W], the run's 6 x 5 image left the map 1 x 1 after two stride-4 convs, and the scale's
+    broadcast took its size-1 path: H and W were pinned, and the FLOPs were a constant (DeepLabV3's −99 % at 224 x
+    224; GoogLeNet's −84 %, at H = 40). The record is made again at larger sizes: nothing is pinned, the equations
+    check at the sizes it was made at, and the FLOPs equal FlopCounterMode's on real forwards at two sizes."""
+    from atlas import i18n
+    from tests.fixtures.contractions import squeeze_excite
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:squeeze_excite")
+    doc = pipeline.document(loaded, pipeline.Settings(inputs=("x:float32[B,3,H,W]",)))
+    assert doc.cost_summary.pinned == ()
+    assert not any("exact values" in i18n.render(note) for note in doc.input_notes)
+    assert all(c.equations.verification.verified for c in doc.components)
+    flops = sympy.sympify(doc.cost.flops)
+    assert {str(s) for s in flops.free_symbols} == {"B", "H", "W"}
+    model = squeeze_excite().eval()
+    for b, h, w in ((1, 224, 224), (2, 193, 161)):
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(torch.randn(b, 3, h, w))
+        assert flops.subs({"B": b, "H": h, "W": w}) == counter.get_total_flops()
+
+
+def test_a_branch_the_runs_sizes_decided_is_taken_as_at_the_reference_sizes():
+    """At T = 6 there is one window and the mixing branch is not run; at the reference T = 1024 it is. The record is
+    made again at T = 1024, so the counts the pages print there hold (Swin's attention FLOPs at 224 x 224 were
+    2.7 times too many, from a record with one window per map); equal to FlopCounterMode's on a real forward."""
+    from tests.fixtures.contractions import windows
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:windows")
+    doc = pipeline.document(loaded, pipeline.Settings(inputs=("x:float32[B,T,8]",)))
+    assert dict(doc.cost_summary.reference)["T"] == 1024
+    assert doc.component("mix").cost is not None
+    assert all(c.equations.verification.verified for c in doc.components)
+    flops = sympy.sympify(doc.cost.flops)
+    model = windows().eval()
+    for b, t in ((1, 1024), (2, 1000)):
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(torch.randn(b, t, 8))
+        assert flops.subs({"B": b, "T": t}) == counter.get_total_flops()

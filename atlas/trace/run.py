@@ -66,11 +66,12 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
             si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
         trace = Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
                       _working_dtype(model), error, specialized=tuple(si.specialized()),
-                      specialized_at=tuple(si.specialized_sites()))
+                      specialized_at=tuple(si.specialized_sites()), pinned_at_one=tuple(si.pinned_at_one()))
         trace.saved = rec.saved
         trace.assumed = si.shape_env.assumed_values()
         trace.upper = si.upper_bounds()
         trace.conditions = tuple(si.conditions())
+        trace.branches = tuple(condition for condition, _ in si.branch_conditions())
         return trace
     finally:                            # an error escaping the run must not keep it either
         si.shape_env.on_guard = None

@@ -239,17 +239,24 @@ class SymbolicInputs:
         them (Zamba2 pads T up to a multiple of 16 and cuts it back only if it padded: at T = 32 the record holds
         for multiples of 16): (the condition in the model's symbols, file:line). Pins (T == 6) are said apart."""
         by_site: dict[str, str] = {}
+        for condition, site in self.branch_conditions():
+            text = str(condition)
+            if site not in by_site or len(text) < len(by_site[site]):
+                by_site[site] = text
+        return [(text, site) for site, text in by_site.items()]
+
+    def branch_conditions(self) -> list[tuple[object, str]]:
+        """Every condition of conditions(), each site's all (Swin's "the window covers the map" holds at one stage and
+        not at the next): (the sympy condition in the model's symbols, file:line)."""
+        out = []
         for g in self.shape_env.guards:
             e = g.expr
             if not e.has(Mod, PythonMod, sympy.Mod) or not e.free_symbols <= set(self._map):
                 continue
             site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
-            if site not in getattr(self.shape_env, "branches", ()):    # a view's divisibility: no branch
-                continue
-            text = str(readable(e.xreplace(self._map)))
-            if site not in by_site or len(text) < len(by_site[site]):
-                by_site[site] = text
-        return [(text, site) for site, text in by_site.items()]
+            if site in getattr(self.shape_env, "branches", ()):    # else a view's divisibility: no branch
+                out.append((readable(e.xreplace(self._map)), site))
+        return out
 
     def specialized(self) -> list[str]:
         """Symbols the run fixed to their hint: code that needed their exact value (a Python int), or a number
@@ -262,6 +269,20 @@ class SymbolicInputs:
         for name, sym_expr in self._pinned():
             site = guard_site(self.shape_env, sym_expr)
             out.append(f"{name} = {self.hints[name]}" + (f" ({site})" if site else ""))
+        return out
+
+    def pinned_at_one(self) -> list[str]:
+        """Symbols an equality guard pinned because a size made from them was 1 (or 0) at the run's sizes: an image
+        so small that the last feature map is 1 x 1, where an adaptive pool or a broadcast takes its size-1 path.
+        Sizes that leave that size above 1 may pin nothing; a Python loop over positions pins at any size."""
+        out: list[str] = []
+        for guard in self.shape_env.guards:
+            e = guard.expr
+            if not isinstance(e, sympy.Eq) or e.has(Mod, PythonMod, sympy.Mod):
+                continue
+            number, size = (e.lhs, e.rhs) if e.lhs.is_number else (e.rhs, e.lhs)
+            if number.is_number and number in (0, 1) and not size.is_number and not size.is_Symbol:
+                out += [str(self._map[x]) for x in size.free_symbols if x in self._map and str(self._map[x]) not in out]
         return out
 
     def _pinned(self) -> list[tuple[str, object]]:
