@@ -13,7 +13,7 @@ from atlas.architecture import stated_contexts
 from atlas.equations.recorded import unbacked
 from atlas.i18n import msg
 from atlas.model import Cost, CostSummary, ModelDoc, ShapeStatus
-from atlas.trace.cost import Costs, activation_bytes, kv_cache_bytes
+from atlas.trace.cost import Costs, activation_bytes
 from atlas.trace.shapes import first_call_of, record_of
 from atlas.trace.structures import refs, upstream
 
@@ -65,7 +65,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         return first_call_of(trace, model, comp.module_paths[0]) if comp is not None else None
 
     costs, totals = Costs(first_for), {}
-    out, kv, itemsize = [], sympy.Integer(0), None
+    out = []
     for comp in doc.components:
         call = first_call_of(trace, model, comp.module_paths[0])
         if call is None or comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
@@ -85,10 +85,6 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call),
                                            _all_instances(trace, model, comp, flops, costs, held))))
-        itemsize = itemsize or _itemsize(model)
-        per = kv_cache_bytes(call, itemsize)
-        if per is not None:
-            kv = kv + per * comp.instances
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
     own = [rec.symbols for rec in trace.extra.values()]     # parts the forward never calls: their own records
@@ -96,7 +92,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
                      | set(pinned))         # a record at concrete sizes (probes) names none: its sizes are these
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
-    kv = held(kv)
+    kv = held(cache_per_token(trace, doc))
     reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned},
                                 {s: limit for s, (limit, _) in getattr(trace, "upper", {}).items()})
     summary = CostSummary(reference, int(kv) if kv != 0 and kv.is_Integer else None,
@@ -142,11 +138,25 @@ def _origins(trace, names: list[str]) -> list[str]:
     return list(dict.fromkeys(found.get(name, name) for name in names))
 
 
-def _itemsize(model: nn.Module) -> int:
-    for p in model.parameters():
-        if p.is_floating_point():
-            return p.element_size()
-    return 4
+def cache_per_token(trace, doc: ModelDoc):
+    """The bytes the state the forward hands back (a KV cache) grows by per position, for one sequence: its
+    derivative in T at B = 1, each module's part times its component's instances (a skipped list entry wrote
+    nothing; another entry that ran is counted by its first's). 0 where the forward hands back none (an encoder,
+    a model with no cache in its code) or where it does not grow with T (a recurrent state)."""
+    state, t = getattr(trace, "returned_state", None) or {}, trace.symbols.get("T")
+    if t is None:
+        return sympy.Integer(0)
+    owner = {path: c for c in doc.components for path in c.module_paths}
+    total = sympy.Integer(0)
+    for path, size in state.items():
+        while path and path not in owner:
+            path = path.rpartition(".")[0]
+        comp = owner.get(path)
+        if comp is not None and path != comp.module_paths[0]:
+            continue
+        total += sympy.diff(sympy.expand(size), t) * (comp.instances if comp is not None else 1)
+    b = trace.symbols.get("B")
+    return total.subs(b, 1) if b is not None else total
 
 
 def _attention_kernel(root) -> str | None:

@@ -204,7 +204,7 @@ class CostSummary:
     """Model-level figures at a stated reference size."""
 
     reference: tuple[tuple[str, int], ...]      # (symbol, size): where the formulas are evaluated on pages
-    kv_cache_bytes_per_token: int | None = None     # keys and values a decoder caches per token, all layers
+    kv_cache_bytes_per_token: int | None = None     # what the cache the forward returns grows by per token
     attention: str | None = None                 # how attention was computed in the record (for activations)
     pinned: tuple[tuple[str, int], ...] = ()     # sizes the code needed exactly: the formulas hold there only
 

@@ -84,6 +84,7 @@ def test_native_gpt2_flops_and_a_hand_count_of_causal_attention(gpt2_native):
     causal_attn = cfg.layers * 2 * 2 * B * cfg.heads * T * (T + 1) / 2 * d_head
     assert sympy.expand(causal - (flops - dense_attn + causal_attn)) == 0
     assert sympy.expand(flops - (36864 * B * T**2 + 247064064 * B * T)) == 0     # GPT-2 small with its LM head
+    assert doc.cost_summary.kv_cache_bytes_per_token is None        # its code keeps no cache: nothing to state
 
 
 @pytest.mark.parametrize("name", ["gpt2", "llama"])

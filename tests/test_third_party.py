@@ -88,3 +88,18 @@ def test_pages_name_each_value_once(name, hf_docs):
     from atlas import render
     files = render.render(hf_docs[name])
     assert symbols_checked(files) > 100
+
+
+def test_kv_cache_is_what_the_returned_cache_grows_by(hf_docs):
+    """Per token, what the cache the forward returns gains: layers × (keys + values) × kv heads × head size × 4
+    bytes, each layer counted though the run skipped all but the first. BERT returns no cache: none (CLIP's text
+    encoder, causal and cacheless, was said to keep 1,024 bytes per token; a decoder whose attention is written out,
+    not one `is_causal` call, was said to keep none: XGLM's, BioGPT's)."""
+    eager = spec.load(f"{HF}:llama_eager")
+    docs = {**hf_docs, "llama_eager": pipeline.document(eager, pipeline.Settings(verify=False))}
+    for name in ("gpt2", "llama", "llama_eager"):
+        cfg = spec.load(f"{HF}:{name}").model.config
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        expected = cfg.num_hidden_layers * 2 * heads * (cfg.hidden_size // cfg.num_attention_heads) * 4
+        assert docs[name].cost_summary.kv_cache_bytes_per_token == expected
+    assert hf_docs["bert"].cost_summary.kv_cache_bytes_per_token is None

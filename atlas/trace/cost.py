@@ -244,16 +244,3 @@ class Costs:
         result = (sympy.expand(dense), sympy.expand(causal) if any_causal else None, uncounted)
         self._memo[id(call)] = result
         return result
-
-
-def kv_cache_bytes(call: Call, itemsize: int) -> object | None:
-    """Keys and values a causal self-attention keeps per token, from the key and value sizes of its own attention
-    call (a call made by this module itself, not by a child)."""
-    for ev in call.events:
-        if isinstance(ev, Call):
-            continue
-        if ev.name == "scaled_dot_product_attention" and bool(_arg(ev, 5, "is_causal")):
-            k, v = _shape(_arg(ev, 1, "key")), _shape(_arg(ev, 2, "value"))
-            if k is not None and v is not None:
-                return sympy.simplify((_numel(k[-3:-2]) * k[-1] + _numel(v[-3:-2]) * v[-1]) * itemsize)
-    return None

@@ -59,8 +59,9 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
             with quiet(), evaluation(model), _skipping(later, rec, opening), torch.enable_grad(), hooks, si.mode, \
                     si.decompose, rec:
                 rec.register_inputs(inputs)
+                output = None
                 try:
-                    _call(model, inputs)
+                    output = _call(model, inputs)
                 except Exception as exc:  # the record keeps every call that finished before it
                     error = where(exc)
             si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
@@ -71,11 +72,53 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
         trace.assumed = si.shape_env.assumed_values()
         trace.upper = si.upper_bounds()
         trace.conditions = tuple(si.conditions())
+        trace.returned_state = returned_state(output, si.expr, rec)
+        del output
         trace.branches = tuple(condition for condition, _ in si.branch_conditions())
         return trace
     finally:                            # an error escaping the run must not keep it either
         si.shape_env.on_guard = None
         release(si.shape_env)
+
+
+def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, object]:
+    """{module path: bytes} of the tensors the forward hands back inside what it returns, below its plain results:
+    the keys and values a cache object holds (transformers' DynamicCache, each layer's), or pairs nested in a tuple
+    (the legacy past_key_values); each under the module call that made it (a layer's attention), "" where no
+    recorded call did. A tensor the output is, or holds as a field or element of its own (logits, a hidden state),
+    is a result, not state. A list entry the run skipped wrote nothing: its first entry's bytes stand for it."""
+    made_in = {id(ev): call.path for call in rec.root.calls() for ev in call.events
+               if not isinstance(ev, Call)} if rec.root is not None else {}
+    out: dict[str, object] = {}
+    seen: set = set()
+
+    def add(tensor: torch.Tensor) -> None:
+        numel = 1
+        for size in tensor.shape:
+            numel = numel * expr(size)
+        value = rec.by_id.get(id(tensor))
+        made = value.made_by if value is not None and value.obj is tensor else None
+        path = made_in.get(id(made), "")
+        out[path] = out.get(path, 0) + numel * tensor.element_size()
+
+    def walk(value, level: int) -> None:
+        if id(value) in seen or level > depth or isinstance(value, (nn.Module, str, bytes, int, float, type)):
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            if level >= 2:
+                add(value)
+            return
+        if isinstance(value, dict):
+            items = list(value.values())
+        elif isinstance(value, (list, tuple)):
+            items = list(value)
+        else:
+            items = list(getattr(value, "__dict__", {}).values())
+        for item in items:
+            walk(item, level + 1)
+    walk(output, 0)
+    return out
 
 
 def _guard_listener(rec: Recorder, si: SymbolicInputs):
