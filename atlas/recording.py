@@ -114,6 +114,11 @@ def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
                     trace = retry
                     trace.dtype = name
                     break
+        if trace.error is not None and trace.refused:
+            again = _at_required_sizes(model, choice, fixed, bounds, vocab, trace, repeats)
+            if again is not None:
+                trace, choice, specs, symbols, note = again
+                t.notes.append(note)
         if trace.error is None and trace.root is not None:
             trace = _within_limits(model, trace, specs, choice, bounds, repeats)
             trace = _at_reference(model, _past_ones(model, trace, specs, choice, bounds, repeats), specs, choice,
@@ -123,6 +128,31 @@ def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
             return t
         t.first_error = t.first_error or trace.error
     return t
+
+
+def _at_required_sizes(model, choice: Choice, fixed: dict, bounds: dict, vocab, trace, repeats, tries: int = 3):
+    """The run again at the sizes the code stopped it for not having: `assert h == self.image_size` failed at
+    H = 40 (a ViT's fixed 224 x 224), at the line the run stopped on. W's assert comes once H passes: up to `tries`
+    runs. (trace, choice with the sizes put in, specs, symbols, note), or None where no run gets past."""
+    sizes: dict[str, tuple[int, str]] = {}
+    stopped = trace
+    for _ in range(tries):
+        new = [(name, size, site) for name, size, site in stopped.refused
+               if name not in sizes and name not in fixed and site and site in (stopped.error or "")]
+        if not new:
+            return None
+        for name, size, site in new:
+            sizes[name] = (size, site)
+        pinned = {**fixed, **{name: size for name, (size, _) in sizes.items()}}
+        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), pinned) for x in choice.texts], vocab)
+        stopped = trace_run.symbolic(model, specs, _hints(specs, symbols, choice.hints, bounds), repeats)
+        if stopped.error is None and stopped.root is not None:
+            texts = tuple(f"{s.name}:{s.dtype}[{','.join(str(d) for d in s.dims)}]" for s in specs)
+            note = msg("%(sizes)s: the code stops at other sizes (%(sites)s)",
+                       sizes=", ".join(f"{name} = {size}" for name, (size, _) in sizes.items()),
+                       sites=", ".join(dict.fromkeys(site for _, site in sizes.values())))
+            return stopped, replace(choice, texts=texts), specs, symbols, note
+    return None
 
 
 def _within_limits(model, trace, specs, choice, bounds: dict, repeats):

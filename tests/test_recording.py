@@ -345,3 +345,16 @@ def test_a_branch_a_remainder_decides_is_said(capsys):
     assert f"the code took a branch that holds where Mod(15*T, 16) > 0 (recording_models.py:{line}), at T = " in err
     assert [note for note in data["input_notes"] if "branch" in note] == [next(
         line for line in err.splitlines() if "branch" in line).removeprefix("atlas: PadsToChunks: ")]
+
+
+def test_sizes_the_code_asserts_are_the_sizes_recorded(capsys):
+    """`assert h == self.image_size` stopped the run at the 40 x 56 image discovery made (torchvision's ViT, timm's
+    EVA-02 and CoaT: no shapes at all, 0 components verified). The run is made again at the size the failed
+    comparison names, H first and then W, whose assert comes once H passes; stderr says so, the example input
+    carries the sizes, and every component checks."""
+    data, err = _describe(capsys, "fixed_size_patches")
+    assert "H = 32, W = 32: the code stops at other sizes (recording_models.py:" in err
+    assert data["example_inputs"] == ["x:float32[B,3,32,32]"]
+    assert data["forward_failure"] is None
+    assert data["components"][0]["outputs"][0]["shape"][0]["symbol"] == "B"
+    assert all(c["verification"]["verified"] for c in data["components"])

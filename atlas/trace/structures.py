@@ -157,6 +157,7 @@ class Trace:
     upper: dict = field(default_factory=dict)    # symbol name -> (the largest size the code allows, file:line)
     conditions: tuple = ()          # (a condition on the sizes a branch took, file:line): the record holds there
     branches: tuple = ()            # every such condition, as sympy relations in the model's symbols
+    refused: tuple = ()             # a failed run: (symbol, size, file:line) the code compared a size with, unequal
     returned_state: dict = field(default_factory=dict)  # module path -> bytes it handed back (a cache's keys and values)
 
     def first_calls(self) -> dict:

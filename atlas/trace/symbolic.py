@@ -271,6 +271,18 @@ class SymbolicInputs:
             out.append(f"{name} = {self.hints[name]}" + (f" ({site})" if site else ""))
         return out
 
+    def refused_sizes(self) -> list[tuple[str, int, str]]:
+        """(symbol, size, file:line) for each input size the code compared with a number and found different: an
+        `assert h == self.image_size` that the run's 40 failed. A run that stopped there may run at that size."""
+        out = []
+        for g in self.shape_env.guards:
+            e = g.expr
+            if isinstance(e, sympy.Ne) and (e.lhs.is_Symbol or e.rhs.is_Symbol):
+                sym, number = (e.lhs, e.rhs) if e.lhs.is_Symbol else (e.rhs, e.lhs)
+                if sym in self._map and number.is_Integer and int(number) >= 2:
+                    out.append((str(self._map[sym]), int(number), (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")))
+        return out
+
     def pinned_at_one(self) -> list[str]:
         """Symbols an equality guard pinned because a size made from them was 1 (or 0) at the run's sizes: an image
         so small that the last feature map is 1 x 1, where an adaptive pool or a broadcast takes its size-1 path.
