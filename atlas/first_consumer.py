@@ -185,14 +185,25 @@ class _Reader:
                 self.rank = len(elts)
 
     def _bind_loop(self, stmt: ast.For) -> None:
+        """`for layer in self.layers`, `for i, layer in enumerate(...)`, and a dict of modules' `.values()` and
+        `.items()` (torchvision's IntermediateLayerGetter runs its backbone so): the loop variable is the first."""
         it, target = stmt.iter, stmt.target
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args \
                 and isinstance(target, ast.Tuple) and len(target.elts) == 2:
             it, target = it.args[0], target.elts[1]
-        container = self._resolve(it)
-        if isinstance(target, ast.Name) and isinstance(container, (nn.ModuleList, nn.Sequential)) and len(container):
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in ("values", "items") \
+                and not it.args:
+            if it.func.attr == "items":
+                if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+                    return
+                target = target.elts[1]
+            it = it.func.value
+        found = self._resolve(it, with_path=True)
+        container, path = found if isinstance(found, tuple) else (None, None)
+        if isinstance(target, ast.Name) and isinstance(container, (nn.ModuleList, nn.Sequential, nn.ModuleDict)) \
+                and len(container):
             key = next(iter(container._modules))
-            self.loop_vars[target.id] = (container._modules[key], key)
+            self.loop_vars[target.id] = (container._modules[key], f"{path}.{key}" if path else key)
 
     # -- calls ------------------------------------------------------------------
     def calls(self, node: ast.AST) -> Consumer | None:
@@ -245,8 +256,7 @@ class _Reader:
         """(module, path) for a submodule, a functional name for F.<fn>, a bound method, else None."""
         func = call.func
         if isinstance(func, ast.Name) and func.id in self.loop_vars:
-            module, key = self.loop_vars[func.id]
-            return module, self._sub(key)
+            return self.loop_vars[func.id]
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                 and func.value.id in ("F", "functional", "nn_functional"):
             return func.attr
@@ -259,9 +269,6 @@ class _Reader:
         if isinstance(target, tuple):
             return target[0]
         return target
-
-    def _sub(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
 
     def _resolve(self, expr: ast.expr, with_path: bool = False):
         """`self.a.b[0]` -> the object (and its module path when asked)."""

@@ -171,7 +171,37 @@ class ProjectThenAttend(nn.Module):
         return self.rnn(self.enc(self.inp(src)))[0]
 
 
+class StagesByName(nn.ModuleDict):
+    """A dict of stages run in order by its own forward, keeping some outputs by name (torchvision's
+    IntermediateLayerGetter, which segmentation models run their backbone through)."""
+
+    def __init__(self):
+        super().__init__({"stem": nn.Conv2d(3, 8, 3), "body": nn.Conv2d(8, 16, 3)})
+
+    def forward(self, x):
+        out = {}
+        for name, module in self.items():
+            x = module(x)
+            out[name] = x
+        return out
+
+
+class Segmenter(nn.Module):
+    """The backbone's stages, then a head on its last: the head's conv (16 channels in) is not the first layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = StagesByName()
+        self.head = nn.Conv2d(16, 4, 1)
+
+    def forward(self, x):
+        features = self.backbone(x)
+        x = features["body"]                    # the name read next is the backbone's output, not the input
+        return self.head(x)
+
+
 @pytest.mark.parametrize("model, first", [
+    (Segmenter(), "x:float32[B,3,H,W]"),                                  # a loop over a ModuleDict's items()
     (ProjectThenAttend(), "src:float32[T,B,16]"),
     (ProjectThenAttend(batch_first=True), "src:float32[B,T,16]"),
     (DropFirst(), "x:float32[B,6]"),
