@@ -67,6 +67,10 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     costs, totals = Costs(first_for), {}
     out = []
     for comp in doc.components:
+        if comp.module_paths[0] in trace.extra:    # recorded on inputs made up for it: no part of a forward
+            out.append(replace(comp, cost_reason=msg("Not counted: the model's forward() does not call it; its shapes "
+                                                     "come from example inputs of its own.")))
+            continue
         call = first_call_of(trace, model, comp.module_paths[0])
         if call is None or comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
             out.append(comp)            # no shapes, no sizes to state a count at (a forward that stopped before)
@@ -87,8 +91,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
                                            _all_instances(trace, model, comp, flops, costs, held))))
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
-    own = [rec.symbols for rec in trace.extra.values()]     # parts the forward never calls: their own records
-    symbols = sorted({str(s) for table in [trace.symbols, *own] if table for s in table.values()} | set(fixed or ())
+    symbols = sorted({str(s) for s in (trace.symbols or {}).values()} | set(fixed or ())
                      | set(pinned))         # a record at concrete sizes (probes) names none: its sizes are these
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))

@@ -505,7 +505,8 @@ def leaf_inputs(module: nn.Module) -> tuple[str, ...] | None:
         return (f"input:float32[B,{module.in_channels},T]",)
     if isinstance(module, nn.Conv2d):
         return (f"input:float32[B,{module.in_channels},H,W]",)
-    if not any(True for _ in module.parameters()) and not any(True for _ in module.children()):
+    if not any(True for _ in module.parameters()) and not any(True for _ in module.children()) \
+            and not isinstance(module, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):    # an empty one: nothing
         params = [p for p in inspect.signature(module.forward).parameters.values()
                   if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         if len(params) == 1:                        # a parameter-free leaf of one tensor: an activation

@@ -358,3 +358,16 @@ def test_sizes_the_code_asserts_are_the_sizes_recorded(capsys):
     assert data["forward_failure"] is None
     assert data["components"][0]["outputs"][0]["shape"][0]["symbol"] == "B"
     assert all(c["verification"]["verified"] for c in data["components"])
+
+
+def test_parts_the_forward_never_calls_invent_no_sizes_and_cost_nothing(capsys):
+    """An empty Sequential has no sizes to record it at: not called (it was recorded at made-up [B, T] and
+    "verified", equations empty). A Linear keeps its own record, from its own sizes, and no cost: it is no part of
+    a forward, so no made-up T reaches the sizes the pages count at (ShuffleNet's had T = 1024 beside H and W)."""
+    data, err = _describe(capsys, "spare_parts")
+    by_id = {c["id"]: c for c in data["components"]}
+    assert by_id["shortcut"]["shapes"]["status"] == "not called" and by_id["shortcut"]["verification"] is None
+    head = by_id["spare_head"]
+    assert head["shapes"]["status"] == "derived" and head["cost"] is None
+    assert head["cost_reason"].startswith("Not counted: the model's forward() does not call it")
+    assert sorted(data["cost_reference"]["sizes"]) == ["B", "H", "W"]
