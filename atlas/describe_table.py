@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from atlas.filters import compact_symbol
+from atlas.filters import at_reference, compact_symbol, si
 from atlas.model import ModelDoc
 
-WIDTHS = (38, 26, 5, 15)
+WIDTHS = (38, 26, 5, 15, 10, 9)
 
 
 def _dims(tensor) -> str:
@@ -29,21 +29,42 @@ def _tied(comp) -> str:
     return ""
 
 
+def _flops(comp, doc: ModelDoc) -> str:
+    """One instance's forward FLOPs at the sizes the pages count at ("1.21 G"); "—" where none is counted."""
+    if comp.cost is None or doc.cost_summary is None:
+        return "—"
+    value = at_reference(comp.cost.flops, doc.cost_summary.reference)
+    return si(value, "").strip() if value else "0"
+
+
+def _check(comp) -> str:
+    """The equations' state: "✓" checked against forward(), "✗" disagreeing with it, "derived" (not checked: no
+    --verify), "not run" (a check that could not run), "—" none derived."""
+    e = comp.equations
+    if e is None or e.status.value == "not derived":
+        return "—"
+    v = e.verification
+    if v is None:
+        return e.status.value
+    return "✓" if v.verified else "✗" if v.mismatch else "not run"
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) < width else text[:width - 2] + "…"
 
 
 def table(doc: ModelDoc) -> str:
     w = WIDTHS
-    head = f"{'Component':{w[0]}}{'Class':{w[1]}}{'×':>{w[2]}} {'Parameters':>{w[3]}}  Output"
+    head = (f"{'Component':{w[0]}}{'Class':{w[1]}}{'×':>{w[2]}} {'Parameters':>{w[3]}} {'FLOPs':>{w[4]}}  "
+            f"{'Equations':{w[5]}} Output")
     lines = [head, "─" * (len(head) + 24)]
     depth: dict[str, int] = {}
     for comp in doc.components:         # by the tree, not the dots: model.layers.0 sits beside model.norm
         depth[comp.id] = depth[comp.parent] + 1 if comp.id and comp.parent in depth else 0
         name = _cut("  " * depth[comp.id] + comp.name, w[0])
         cls = _cut(comp.cls.rsplit(".", 1)[-1], w[1])
-        lines.append(f"{name:{w[0]}}{cls:{w[1]}}{comp.instances:>{w[2]}} {comp.parameters_per_instance:>{w[3]},}  "
-                     f"{_output(comp, doc)}{_tied(comp)}")
+        lines.append(f"{name:{w[0]}}{cls:{w[1]}}{comp.instances:>{w[2]}} {comp.parameters_per_instance:>{w[3]},} "
+                     f"{_flops(comp, doc):>{w[4]}}  {_check(comp):{w[5]}} {_output(comp, doc)}{_tied(comp)}")
     t = doc.totals
     lines.append("─" * (len(head) + 24))
     symbols = ", ".join(f"{s} {n}" for s, n in doc.dims.symbols if any(s in str(x) for x in doc.inputs))
@@ -55,6 +76,10 @@ def table(doc: ModelDoc) -> str:
     checked = any(c.equations and c.equations.verification is not None for c in doc.components)
     lines.append(f"components {len(doc.components)}: shapes for {with_shapes}, equations for {derived}"
                  + (f", verified for {verified}" if checked else " (run with --verify to check them)"))
+    if doc.cost is not None and doc.cost_summary is not None:
+        at = ", ".join(f"{k} = {v}" for k, v in doc.cost_summary.reference)
+        lines.append(f"FLOPs of one instance's forward at {at}; the model's: "
+                     f"{si(at_reference(doc.cost.flops, doc.cost_summary.reference), '').strip()}")
     if doc.inputs:
         lines.append(f"inputs {' '.join(doc.inputs)}" + (f"  ({symbols})" if symbols else ""))
     return "\n".join(lines)

@@ -237,3 +237,16 @@ def test_one_shot_describe_lets_go_of_the_source_lines_python_cached(capsys):
         capsys.readouterr()
         assert (read in linecache.cache) is not frozen
         assert linecache.cache.pop(registered[0]) == registered[1]
+
+
+def test_describe_table_shows_each_components_flops_and_check(capsys):
+    """The table gave parameters and shapes only: a component's FLOPs and whether its equations checked were in
+    --json alone. c_fc, 32 -> 128 features at B = 1, T = 64: 2 · 64 · 32 · 128 FLOPs, checked; a part the forward
+    never calls counts none."""
+    assert main(["describe", "tests/fixtures/nanogpt.py:gpt", "--verify"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = next(line.split() for line in lines if line.strip().startswith("c_fc"))
+    assert row[3:7] == ["4,224", f"{2 * 64 * 32 * 128 / 1000:.0f}", "k", "✓"]
+    unused = next(line for line in lines if "not called by forward" in line).split()
+    assert unused[-10:-8] == ["—", "✓"]
+    assert "FLOPs of one instance's forward at B = 1, T = 64; the model's: " in lines[-2]
