@@ -6,6 +6,7 @@ import copy
 import gc
 import json
 import linecache
+import re
 import weakref
 
 import pytest
@@ -371,3 +372,12 @@ def test_parts_the_forward_never_calls_invent_no_sizes_and_cost_nothing(capsys):
     assert head["shapes"]["status"] == "derived" and head["cost"] is None
     assert head["cost_reason"].startswith("Not counted: the model's forward() does not call it")
     assert sorted(data["cost_reference"]["sizes"]) == ["B", "H", "W"]
+
+
+def test_a_failure_names_the_models_sizes_not_the_runs_symbols(capsys):
+    """torch's message names the run's own symbols ("shape '[s93, -1, 7, 8]' is invalid for input of size
+    8*s93*s44"), which the user never gave: stderr writes them as the model's B and T."""
+    assert main(["describe", f"{SPEC}:sevens", "--input", "x:float32[B,T,8]"]) == 0
+    err = capsys.readouterr().err
+    assert "shape '[B, -1, 7, 8]' is invalid for input of size 8*T*B (recording_models.py:" in err
+    assert not re.search(r"\bs\d+\b", err)

@@ -63,7 +63,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
                 try:
                     output = _call(model, inputs)
                 except Exception as exc:  # the record keeps every call that finished before it
-                    error = where(exc)
+                    error = si.named(where(exc))
             si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
         trace = Trace(rec.root, rec.values, dict(si.symbols), dict(hints), True, "fake",
                       _working_dtype(model), error, specialized=tuple(si.specialized()),

@@ -11,6 +11,7 @@ import contextlib
 import linecache
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -270,6 +271,11 @@ class SymbolicInputs:
             site = guard_site(self.shape_env, sym_expr)
             out.append(f"{name} = {self.hints[name]}" + (f" ({site})" if site else ""))
         return out
+
+    def named(self, text: str) -> str:
+        """A message with the run's own size symbols (s35, in torch's errors) written as the model's (H)."""
+        names = {str(sym): str(name) for sym, name in self._map.items()}
+        return re.sub(r"\bs\d+\b", lambda m: names.get(m.group(0), m.group(0)), text)
 
     def refused_sizes(self) -> list[tuple[str, int, str]]:
         """(symbol, size, file:line) for each input size the code compared with a number and found different: an
