@@ -147,7 +147,7 @@ def _at_required_sizes(model, choice: Choice, fixed: dict, bounds: dict, vocab, 
         specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), pinned) for x in choice.texts], vocab)
         stopped = trace_run.symbolic(model, specs, _hints(specs, symbols, choice.hints, bounds), repeats)
         if stopped.error is None and stopped.root is not None:
-            texts = tuple(f"{s.name}:{s.dtype}[{','.join(str(d) for d in s.dims)}]" for s in specs)
+            texts = tuple(_text(s) for s in specs)
             note = msg("%(sizes)s: the code stops at other sizes (%(sites)s)",
                        sizes=", ".join(f"{name} = {size}" for name, (size, _) in sizes.items()),
                        sites=", ".join(dict.fromkeys(site for _, site in sizes.values())))
@@ -308,6 +308,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
     trace, choice, specs, symbols, notes, first_error = (tried.trace, tried.choice, tried.specs, tried.symbols,
                                                          tried.notes, tried.first_error)
     texts = tuple(choice.texts)
+    probed = [_text(_fix(inputs_mod.parse_input(x), fixed)) for x in texts]    # --dim T=600 holds for probes too
     dim_names = DimNames(inputs_mod.used(vocab, specs, getattr(model, "atlas_dims", None)), vocab.fixed)
     if disc is not None:
         firsts = [f.candidates[0] for f in disc.inputs]
@@ -330,7 +331,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                          "sizes and the equations are written, and checked, at %(sizes)s",
                          symbols=", ".join(trace.specialized_at) or ", ".join(trace.specialized),
                          sizes=", ".join(f"{s} = {trace.hints[s]}" for s in trace.specialized if s in trace.hints)))
-        shaped = probes.derive(model, doc, list(texts), budget_bytes, _limits(disc, bounds, symbols, trace.hints))
+        shaped = probes.derive(model, doc, probed, budget_bytes, _limits(disc, bounds, symbols, trace.hints))
         comps = []
         for comp in shaped.components:               # parts the forward never calls get a record of their own
             if trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
@@ -343,7 +344,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
         limits = _limits(disc, bounds, symbols, trace.hints if trace is not None else None)
-        shaped = probes.derive(model, doc, list(texts), budget_bytes, limits)
+        shaped = probes.derive(model, doc, probed, budget_bytes, limits)
         probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
         concrete = probes.concrete_record(model, specs, probe, budget_bytes)
         failure = _root_failure(shaped, first_error or why)
@@ -395,6 +396,11 @@ def _root_failure(shaped: ModelDoc, error):
         return None
     return msg("the model's forward() did not run on the example inputs (%(error)s)",
                error=error or (root.reason if root is not None else None) or "?")
+
+
+def _text(spec: inputs_mod.InputSpec) -> str:
+    """An input as --input writes it: "x:float32[B,3,224,224]"."""
+    return f"{spec.name}:{spec.dtype}[{','.join(str(d) for d in spec.dims)}]"
 
 
 def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:

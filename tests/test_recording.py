@@ -381,3 +381,16 @@ def test_a_failure_names_the_models_sizes_not_the_runs_symbols(capsys):
     err = capsys.readouterr().err
     assert "shape '[B, -1, 7, 8]' is invalid for input of size 8*T*B (recording_models.py:" in err
     assert not re.search(r"\bs\d+\b", err)
+
+
+def test_a_fixed_size_the_code_cannot_take_is_a_failure_not_a_guess(capsys):
+    """`--dim T=80` beside a table of 64 positions added to the input: the fallback probes ran at other T and the
+    shapes came out in a free T, the costs left out with no word, and --strict exited 0 (DistilBERT at T = 600).
+    The probes keep T = 80, none runs, and the failure is reported: exit 1 with --strict."""
+    args = ["describe", f"{SPEC}:added_table", "--input", "x:float32[B,T,8]"]
+    assert main([*args, "--dim", "T=80", "--strict", "--json"]) == 1
+    captured = capsys.readouterr()
+    assert "the model's forward() did not run on the example inputs (RuntimeError: The size of tensor a (80) " \
+           "must match the size of tensor b (64)" in captured.err
+    assert all(c["shapes"]["status"] == "not derived" for c in json.loads(captured.out)["components"])
+    assert main([*args, "--dim", "T=48", "--strict"]) == 0
