@@ -21,7 +21,8 @@ from torch import nn
 
 from atlas import inputs as inputs_mod
 from atlas import shapes as probes
-from atlas.i18n import msg
+from atlas.errors import AtlasError
+from atlas.i18n import msg, render
 from atlas.model import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.trace import kinds
 from atlas.trace import run as trace_run
@@ -254,6 +255,10 @@ def _limits(disc, bounds: dict, symbols, hints: dict | None = None) -> dict:
         lows = [x for x in (low, b and b.minimum, b and b.hint, (hints or {}).get(s)) if x is not None]
         highs = [x for x in (high, b and b.maximum) if x is not None]
         out[s] = (max(lows, default=None), min(highs, default=None))
+        if low is not None and highs and low > min(highs):     # the user's bound past the code's: no size holds
+            said = render(b.because) if b is not None and b.maximum == min(highs) and b.because else None
+            raise AtlasError(f"--dim {s}>={low} asks for more than the model takes: "
+                             + (f"{s} {said}" if said else f"{s} is at most {min(highs)}"))
     return out
 
 

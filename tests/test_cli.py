@@ -250,3 +250,13 @@ def test_describe_table_shows_each_components_flops_and_check(capsys):
     unused = next(line for line in lines if "not called by forward" in line).split()
     assert unused[-10:-8] == ["—", "✓"]
     assert "FLOPs of one instance's forward at B = 1, T = 64; the model's: " in lines[-2]
+
+
+def test_a_dim_bound_past_what_the_model_takes_is_bad_input(capsys):
+    """`--dim T>=600` for a model of 256 positions: there was no size to run at, and the equations and FLOPs came
+    out at B = 3, T = 2, against the bound, with exit 0. It is bad input: one line, exit 2."""
+    pytest.importorskip("transformers")
+    assert main(["describe", f"{ROOT / 'tests' / 'fixtures' / 'hf_suite.py'}:distilbert", "--dim", "T>=600"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("atlas: error: --dim T>=600 asks for more than the model takes: T at most "
+                   "config.max_position_embeddings = 256\n")
