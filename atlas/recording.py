@@ -99,36 +99,54 @@ class _Try:
 
 
 def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
-    from atlas.symbolic_run import dtype_error
+    """The first choice whose symbolic run works; where none does, the first that works again at the sizes its
+    code stopped it for not having (after every choice: a rank-2 input whose features meet a Linear as its batch
+    "needs" B = 8, where the next choice, [B, T, 8], is the input)."""
     t = _Try()
+    refused = []
     for choice in choices:
         specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), fixed) for x in choice.texts], vocab)
-        hints = _hints(specs, symbols, choice.hints, bounds)
-        trace = trace_run.symbolic(model, specs, hints, repeats)
-        if trace.error is not None and dtype_error(trace.error):
-            for name in (disc.retry_dtypes if disc else ("bfloat16",)):
-                with _in_dtype(model, getattr(torch, name)):
-                    retry = trace_run.symbolic(model, specs, hints, repeats)
-                if retry.error is None:
-                    t.notes.append(msg("recorded in %(dtype)s: in the model's own dtype the forward failed "
-                                       "(%(error)s)", dtype=name, error=trace.error))
-                    trace = retry
-                    trace.dtype = name
-                    break
+        trace = _record(model, specs, _hints(specs, symbols, choice.hints, bounds), disc, repeats, t.notes)
         if trace.error is not None and trace.refused:
-            again = _at_required_sizes(model, choice, fixed, bounds, vocab, trace, repeats)
-            if again is not None:
-                trace, choice, specs, symbols, note = again
-                t.notes.append(note)
-        if trace.error is None and trace.root is not None:
-            trace = _within_limits(model, trace, specs, choice, bounds, repeats)
-            trace = _at_reference(model, _past_ones(model, trace, specs, choice, bounds, repeats), specs, choice,
-                                  bounds, repeats)
-        t.trace, t.choice, t.specs, t.symbols = trace, choice, specs, symbols
-        if t.ok:
+            refused.append((choice, trace))
+        if _finished(model, t, trace, choice, specs, symbols, bounds, repeats):
             return t
-        t.first_error = t.first_error or trace.error
+    for choice, trace in refused:
+        again = _at_required_sizes(model, choice, fixed, bounds, vocab, trace, repeats)
+        if again is not None:
+            trace, choice, specs, symbols, note = again
+            t.notes.append(note)
+            if _finished(model, t, trace, choice, specs, symbols, bounds, repeats):
+                return t
     return t
+
+
+def _finished(model, t: _Try, trace, choice, specs, symbols, bounds, repeats) -> bool:
+    """Keeps a run in `t`, within the code's limits and past sizes of 1 and the other side of branches where it
+    worked; whether it did."""
+    if trace.error is None and trace.root is not None:
+        trace = _within_limits(model, trace, specs, choice, bounds, repeats)
+        trace = _at_reference(model, _past_ones(model, trace, specs, choice, bounds, repeats), specs, choice,
+                              bounds, repeats)
+    t.trace, t.choice, t.specs, t.symbols = trace, choice, specs, symbols
+    t.first_error = t.first_error or (trace.error if not t.ok else None)
+    return t.ok
+
+
+def _record(model, specs, hints, disc, repeats, notes: list):
+    """One symbolic run; where it fails for a dtype reason, again in the dtypes the model declares (then bfloat16)."""
+    from atlas.symbolic_run import dtype_error
+    trace = trace_run.symbolic(model, specs, hints, repeats)
+    if trace.error is not None and dtype_error(trace.error):
+        for name in (disc.retry_dtypes if disc else ("bfloat16",)):
+            with _in_dtype(model, getattr(torch, name)):
+                retry = trace_run.symbolic(model, specs, hints, repeats)
+            if retry.error is None:
+                notes.append(msg("recorded in %(dtype)s: in the model's own dtype the forward failed "
+                                 "(%(error)s)", dtype=name, error=trace.error))
+                retry.dtype = name
+                return retry
+    return trace
 
 
 def _at_required_sizes(model, choice: Choice, fixed: dict, bounds: dict, vocab, trace, repeats, tries: int = 3):
