@@ -293,8 +293,11 @@ UNITS = ("", "k", "M", "G", "T", "P", "E")
 
 
 def si(value: float, unit: str) -> str:
-    """2207121408 FLOPs -> "2.21 GFLOPs"; 2048 bytes -> "2.05 kB" (decimal prefixes, the active locale's digits)."""
+    """2207121408 FLOPs -> "2.21 GFLOPs"; 2048 bytes -> "2.05 kB" (decimal prefixes, the active locale's digits);
+    nothing -> "0 FLOPs", not "0.00 FLOPs"."""
     value = float(value)
+    if value == 0:
+        return f"0 {unit}"
     step = 0
     while abs(value) >= 1000 and step < len(UNITS) - 1:
         value /= 1000

@@ -8,6 +8,7 @@ def test_numbers():
     assert filters.signed(0) == "0"
     assert filters.calculation((768, 2304)) == "768 × 2304"
     assert filters.calculation(()) == "1"
+    assert filters.si(2207121408, "FLOPs") == "2.21 GFLOPs" and filters.si(0, "FLOPs") == "0 FLOPs"   # not 0.00
 
 
 def test_md_text_is_inert():
