@@ -394,3 +394,19 @@ def test_a_fixed_size_the_code_cannot_take_is_a_failure_not_a_guess(capsys):
            "must match the size of tensor b (64)" in captured.err
     assert all(c["shapes"]["status"] == "not derived" for c in json.loads(captured.out)["components"])
     assert main([*args, "--dim", "T=48", "--strict"]) == 0
+
+
+def test_a_forward_on_fake_tensors_that_runs_past_its_time_stops_and_says_so(capsys, monkeypatch):
+    """A symbolic run that never ends (transformers' Swin given H, W >= 224 ran past 300 s, silent) stops at
+    run.RECORD_SECONDS: stderr says so, the shapes come from concrete probes, and the alarm is put back."""
+    import signal
+    import time
+    monkeypatch.setattr(run, "RECORD_SECONDS", 1)
+    start = time.perf_counter()
+    assert main(["describe", f"{SPEC}:slow_on_fake_tensors", "--input", "x:float32[B,T,8]", "--json"]) == 0
+    assert time.perf_counter() - start < 20
+    captured = capsys.readouterr()
+    assert "the forward with symbolic sizes failed (RecordTimeout: the forward on fake tensors ran past 1 s" \
+           in captured.err
+    assert all(c["shapes"]["status"] == "derived" for c in json.loads(captured.out)["components"])
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

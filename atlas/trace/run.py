@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import signal
 import sys
+import threading
 
 import torch
 from torch import nn
@@ -24,6 +26,7 @@ from atlas.trace.structures import Call, Guard, Ref, Trace
 from atlas.trace.symbolic import SymbolicInputs, quiet, release
 
 log = logging.getLogger("atlas")
+RECORD_SECONDS = 240        # one forward on fake tensors; past it the run stops, loudly, and the probes take over
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
           "uint8": torch.uint8, "bool": torch.bool, "complex64": torch.complex64}
@@ -61,7 +64,8 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
                 rec.register_inputs(inputs)
                 output = None
                 try:
-                    output = _call(model, inputs)
+                    with _deadline(RECORD_SECONDS):
+                        output = _call(model, inputs)
                 except Exception as exc:  # the record keeps every call that finished before it
                     error = si.named(where(exc))
             si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
@@ -265,6 +269,32 @@ def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -
         except Exception as exc:  # the record keeps every call that finished before it
             error = where(exc)
     return Trace(rec.root, rec.values, {}, {}, False, device, _working_dtype(model), error)
+
+
+class RecordTimeout(Exception):
+    """A forward on fake tensors that ran past its time."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """Stops a forward on fake tensors that runs past `seconds`: torch's arithmetic on sizes of nested floor
+    divisions can run for good (transformers' Swin at 224 x 225 pixels ran past 300 s with nothing on stderr). The
+    run then fails there and says so, as any failed run does. Only in the main thread, and only where nothing
+    else set a SIGALRM handler."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise RecordTimeout(f"the forward on fake tensors ran past {seconds:g} s")
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _call(model: nn.Module, inputs: dict):
