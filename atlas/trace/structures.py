@@ -158,7 +158,7 @@ class Trace:
     conditions: tuple = ()          # (a condition on the sizes a branch took, file:line): the record holds there
     branches: tuple = ()            # every such condition, as sympy relations in the model's symbols
     refused: tuple = ()             # a failed run: (symbol, size, file:line) the code compared a size with, unequal
-    returned_state: dict = field(default_factory=dict)  # module path -> bytes it handed back (a cache's keys and values)
+    returned_state: dict = field(default_factory=dict)  # module path -> bytes handed back (a cache's keys, values)
 
     def first_calls(self) -> dict:
         """module path -> its first call in the run."""

@@ -30,7 +30,8 @@ from atlas.trace.record import is_user_file
 DECOMPOSE = {torch.ops.aten.constant_pad_nd.default}
 _NOT_SYMBOLIC = ("SymIntArrayRef expected to contain only concrete integers",
                  "Cannot call numel() on tensor with symbolic sizes")      # recurrent kernels: run their decompositions
-_QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
+_QUIET = ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes",
+          "torch.fx.experimental.sym_node")       # "failed to eval ...": a failure this module reports itself
 
 
 _TORCH_NN = str(Path(torch.nn.__file__).parent) + os.sep
@@ -286,7 +287,8 @@ class SymbolicInputs:
             if isinstance(e, sympy.Ne) and (e.lhs.is_Symbol or e.rhs.is_Symbol):
                 sym, number = (e.lhs, e.rhs) if e.lhs.is_Symbol else (e.rhs, e.lhs)
                 if sym in self._map and number.is_Integer and int(number) >= 2:
-                    out.append((str(self._map[sym]), int(number), (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")))
+                    site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
+                    out.append((str(self._map[sym]), int(number), site))
         return out
 
     def pinned_at_one(self) -> list[str]:
