@@ -31,6 +31,7 @@ from torch.nn.parameter import is_lazy
 from atlas import conv_limits
 from atlas.first_consumer import first_consumer
 from atlas.i18n import Text, msg, msgn
+from atlas.inputs import input_text as _text
 from atlas.inputs import parse_input
 from atlas.layer_inputs import Candidate, candidates
 
@@ -261,10 +262,6 @@ def _cfg(config, *names):
                                                           and all(isinstance(v, int) and v > 0 for v in value)):
                 return value, prefix + n
     return None, None
-
-
-def _text(name: str, dtype: str, dims) -> str:
-    return f"{name}:{dtype}[{','.join(str(d) for d in dims)}]"
 
 
 def _by_convention(name, model, config, dtype):

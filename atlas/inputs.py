@@ -78,6 +78,11 @@ def parse_input(text: str) -> InputSpec:
     return InputSpec(name, dtype, tuple(dims))
 
 
+def input_text(name: str, dtype: str, dims) -> str:
+    """An input as --input writes it, parse_input's inverse: "x:float32[B,3,224,224]"."""
+    return f"{name}:{dtype}[{','.join(str(d) for d in dims)}]"
+
+
 def resolve(specs: list[InputSpec], vocab: Vocabulary) -> tuple[list[InputSpec], list[str]]:
     """Replace fixed labels by their values; return the inputs and the symbols that vary, in order."""
     symbols: list[str] = []

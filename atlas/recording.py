@@ -210,12 +210,18 @@ def _past_ones(model, trace, specs, choice, bounds: dict, repeats, tries: int = 
             grown[s] *= 2
         if any(bounds.get(s, (None, None))[1] is not None and grown[s] > bounds[s][1] for s in pinned):
             break
-        again = trace_run.symbolic(model, specs, _hints(specs, list(grown), grown, bounds), repeats)
-        if again.error is None and again.root is not None:
-            again = _within_limits(model, again, specs, replace(choice, hints=grown), bounds, repeats)
-            if len(again.specialized) < len(trace.specialized):
-                return again
+        again = _again(model, specs, choice, grown, bounds, repeats)
+        if again is not None and len(again.specialized) < len(trace.specialized):
+            return again
     return trace
+
+
+def _again(model, specs, choice, hints: dict, bounds: dict, repeats):
+    """The record made again at `hints`, within the code's limits (_within_limits); None where it fails."""
+    again = trace_run.symbolic(model, specs, _hints(specs, list(hints), hints, bounds), repeats)
+    if again.error is not None or again.root is None:
+        return None
+    return _within_limits(model, again, specs, replace(choice, hints=hints), bounds, repeats)
 
 
 def _off_reference(model, trace, bounds: dict) -> tuple[dict, list]:
@@ -240,10 +246,9 @@ def _at_reference(model, trace, specs, choice, bounds: dict, repeats):
         return trace
     named = {str(x) for c in off for x in c.free_symbols}
     grown = {**trace.hints, **{s: reference[s] for s in named if s in reference and s in trace.hints}}
-    again = trace_run.symbolic(model, specs, _hints(specs, list(grown), grown, bounds), repeats)
-    if again.error is not None or again.root is None or len(again.specialized) > len(trace.specialized):
+    again = _again(model, specs, choice, grown, bounds, repeats)
+    if again is None or len(again.specialized) > len(trace.specialized):
         return trace
-    again = _within_limits(model, again, specs, replace(choice, hints=grown), bounds, repeats)
     return again if len(_off_reference(model, again, bounds)[1]) < len(off) else trace
 
 
@@ -422,8 +427,7 @@ def _root_failure(shaped: ModelDoc, error):
 
 
 def _text(spec: inputs_mod.InputSpec) -> str:
-    """An input as --input writes it: "x:float32[B,3,224,224]"."""
-    return f"{spec.name}:{spec.dtype}[{','.join(str(d) for d in spec.dims)}]"
+    return inputs_mod.input_text(spec.name, spec.dtype, spec.dims)
 
 
 def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from atlas.i18n import Text, msg
+from atlas.inputs import input_text
 
 PALETTE = (3, 4, 2, 5, 6)               # small values for the required integer arguments, in the order tried
 MAX_TRIES = 64                           # combinations of PALETTE values tried before giving up
@@ -36,7 +37,7 @@ class Input:
 
     @property
     def text(self) -> str:
-        return f"{self.name}:{self.dtype}[{','.join(str(d) for d in self.dims)}]"
+        return input_text(self.name, self.dtype, self.dims)
 
 
 @dataclass(frozen=True)

@@ -92,12 +92,14 @@ def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, obj
     (the legacy past_key_values); each under the module call that made it (a layer's attention), "" where no
     recorded call did. A tensor the output is, or holds as a field or element of its own (logits, a hidden state),
     is a result, not state. A list entry the run skipped wrote nothing: its first entry's bytes stand for it."""
-    made_in = {id(ev): call.path for call in rec.root.calls() for ev in call.events
-               if not isinstance(ev, Call)} if rec.root is not None else {}
+    made_in: dict = {}              # op event -> the path of the call it ran in, made at the first state tensor
     out: dict[str, object] = {}
     seen: set = set()
 
     def add(tensor: torch.Tensor) -> None:
+        if not made_in and rec.root is not None:
+            made_in.update((id(ev), call.path) for call in rec.root.calls() for ev in call.events
+                           if not isinstance(ev, Call))
         numel = 1
         for size in tensor.shape:
             numel = numel * expr(size)
