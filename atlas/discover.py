@@ -5,7 +5,8 @@ Sources, in order:
    (the model's `main_input_name`; `decoder_input_ids` for an encoder-decoder);
 2. the usual names, sized from config fields: `input_ids` (token ids below `vocab_size`), `pixel_values`
    (`num_channels`, `image_size`, `patch_size`), `input_features` (`num_mel_bins`, `max_source_positions`),
-   `input_values` (raw audio), `inputs_embeds` (`hidden_size`), `attention_mask`;
+   `input_values` (raw audio; a spectrogram where the config has `num_mel_bins` and no 1-D conv takes the
+   samples), `inputs_embeds` (`hidden_size`), `attention_mask`;
 3. for everything else, the first layer that consumes the input (atlas/first_consumer.py): a Linear's
    in_features, a Conv's channels, an Embedding's indices, a LayerNorm's width, an RNN's input_size.
 
@@ -79,8 +80,18 @@ class Discovery:
         return tuple(f.text for f in self.inputs)
 
     def choices(self, limit: int = 8) -> list[tuple[str, ...]]:
-        """Combinations of candidates, in the order to try them."""
-        return list(itertools.islice(itertools.product(*(f.candidates for f in self.inputs)), limit))
+        """Combinations of candidates, in the order to try them: the first `limit` of all of them, then, for each
+        set of symbols a candidate has, every input's first candidate with that set (with four inputs of two
+        candidates each, the first eight all keep the first input's first one; a model whose inputs are all
+        sequences needs each input's [B, T, ...])."""
+        first = list(itertools.islice(itertools.product(*(f.candidates for f in self.inputs)), limit))
+
+        def symbols(text: str) -> frozenset:
+            return frozenset(d for d in parse_input(text).dims if isinstance(d, str))
+        kinds = dict.fromkeys(symbols(c) for f in self.inputs for c in f.candidates)
+        alike = [tuple(next((c for c in f.candidates if symbols(c) == kind), f.candidates[0]) for f in self.inputs)
+                 for kind in kinds]
+        return first + [c for c in dict.fromkeys(alike) if c not in first]
 
     def bound(self, symbol: str) -> Bound | None:
         return next((b for b in self.bounds if b.symbol == symbol), None)
@@ -297,6 +308,8 @@ def _by_convention(name, model, config, dtype):
     if name == "input_features":
         return _features(name, model, config, dtype)
     if name == "input_values":
+        if isinstance(_cfg(config, "num_mel_bins")[0], int) and conv_limits.stack(model, 1) is None:
+            return _spectrogram(name, config, dtype)        # no 1-D conv to take samples: a spectrogram (AST)
         return _waveform(name, model, config, dtype)
     if name == "past_values":                         # time series: context_length steps of the input channels
         steps, s_field = _cfg(config, "context_length")
@@ -325,6 +338,18 @@ def _waveform(name, model, config, dtype):
         cands.reverse()
         why = _joined(why, _setting(c_field, channels))
     return cands, why, None, None, bounds
+
+
+def _spectrogram(name, config, dtype):
+    """[B, frames, mel bins]: config.max_length frames first, then any T, in either order."""
+    bins, b_field = _cfg(config, "num_mel_bins")
+    frames, f_field = _cfg(config, "max_length")
+    why = msg("%(setting)s features", setting=_setting(b_field, bins))
+    cands = [_text(name, dtype, ("B", "T", bins)), _text(name, dtype, ("B", bins, "T"))]
+    if isinstance(frames, int):
+        cands.insert(0, _text(name, dtype, ("B", frames, bins)))
+        why = _joined(why, _setting(f_field, frames))
+    return cands, why, None, None, []
 
 
 _WINDOWS = ("sliding_window", "attention_window", "chunk_size")

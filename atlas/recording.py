@@ -253,18 +253,14 @@ def _at_reference(model, trace, specs, choice, bounds: dict, repeats):
 
 
 def _escalate(model, tried: _Try, disc, fixed, bounds, vocab, repeats) -> tuple[_Try, object]:
-    """No discovered choice ran: add one optional forward() parameter at a time (those the error names
-    first, then the usual ones: a CLIP model needs `pixel_values` beside `input_ids`) and try again."""
-    from atlas.discover import discover
-    from atlas.symbolic_run import optional_extras
-    for extra in optional_extras(model, tried.first_error, disc):
-        again = discover(model, also=disc.also + (extra,))
-        if again.unresolved or extra not in {f.name for f in again.inputs}:
-            continue
+    """No discovered choice ran: optional forward() parameters added (symbolic_run.escalate)."""
+    from atlas.symbolic_run import escalate
+
+    def attempt(again):
         more = _attempt(model, _choices_of(again), again, fixed, bounds, vocab, repeats)
-        if more.ok:                     # the discovery's own sentence for the input says why it was added
-            return more, again
-    return tried, disc
+        return more.ok, more.first_error, more
+    found = escalate(model, disc, tried.first_error, attempt)
+    return found if found is not None else (tried, disc)      # the discovery's own sentence says why it was added
 
 
 def _limits(disc, bounds: dict, symbols, hints: dict | None = None) -> dict:

@@ -194,9 +194,7 @@ def dtype_error(error: str | None) -> bool:
 def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "meta", _escalate: bool = True,
              **options) -> list[Outcome]:
     """Try the discovered inputs in order, and the retry dtypes after a dtype failure; stop at the first run
-    that works. When all fail, add one optional forward() parameter at a time (those the error names first,
-    then the usual names: a CLIP model needs `pixel_values` beside `input_ids`; DeBERTa on meta runs once
-    `attention_mask` is given) and try again."""
+    that works. When all fail, add optional forward() parameters (escalate) and try again."""
     discovery = discovery or discover(model)
     if discovery.unresolved:
         name, why = discovery.unresolved[0]
@@ -215,28 +213,69 @@ def attempts(model: nn.Module, discovery: Discovery | None = None, mode: str = "
                 if tried[-1].ok:
                     return tried
     if _escalate:
-        for extra in optional_extras(model, tried[-1].error if tried else None, discovery):
-            again = discover(model, also=discovery.also + (extra,))
-            if extra not in {f.name for f in again.inputs}:
-                continue
+        def attempt(again: Discovery):
             more = attempts(model, again, mode, _escalate=False, **options)
-            tried += more
-            if more[-1].ok:
-                break
+            tried.extend(more)
+            return more[-1].ok, more[-1].error, None
+        escalate(model, discovery, tried[-1].error if tried else None, attempt)
     return tried
+
+
+def escalate(model: nn.Module, discovery: Discovery, error: str | None, attempt):
+    """No discovered choice ran: add optional forward() parameters one at a time, those the error or its line
+    names first, then the usual names (a CLIP model needs `pixel_values` beside `input_ids`; DeBERTa on meta runs
+    once `attention_mask` is given). One that took the run further, to a line that names another parameter, stays
+    for the next tries: a Decision Transformer's states, actions, returns and timesteps are all None by default,
+    and its code stops at each in turn. `attempt(discovery)` runs a discovery's choices: (ran, its error, result).
+    Returns (result, discovery) of the first that ran, or None."""
+    also, queue, seen = discovery.also, optional_extras(model, error, discovery), set()
+    while queue:
+        extra = queue.pop(0)
+        if extra in seen:
+            continue
+        seen.add(extra)
+        again = discover(model, also=also + (extra,))
+        if again.unresolved or extra not in {f.name for f in again.inputs}:
+            continue
+        ran, error, result = attempt(again)
+        if ran:
+            return result, again
+        further = [p for p in optional_extras(model, error, again, usual=False) if p not in seen]
+        if further:
+            also, queue = also + (extra,), further + queue
+    return None
 
 
 USUAL_OPTIONAL = ("pixel_values", "input_features", "input_values", "decoder_input_ids", "attention_mask")
 
 
-def optional_extras(model: nn.Module, error: str | None, discovery: Discovery) -> list[str]:
-    """Optional forward() parameters to add: those the error names, then the usual names."""
+def optional_extras(model: nn.Module, error: str | None, discovery: Discovery, usual: bool = True) -> list[str]:
+    """Optional forward() parameters to add: those the error or its line of the model's code names, then the
+    usual names."""
     import inspect
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         return []
     have = {f.name for f in discovery.inputs}
-    named = [p for p in params if error and re.search(rf"\b{re.escape(p)}\b", error)]
-    usual = [p for p in USUAL_OPTIONAL if p in params]
-    return [p for p in dict.fromkeys(named + usual) if p not in have]
+    said = f"{error} {_error_line(model, error)}" if error else ""
+    named = [p for p in params if re.search(rf"\b{re.escape(p)}\b", said)]
+    return [p for p in dict.fromkeys(named + [p for p in USUAL_OPTIONAL if usual and p in params]) if p not in have]
+
+
+def _error_line(model: nn.Module, error: str) -> str:
+    """The line of the model's code an error names (`... (modeling_x.py:618)`, errors.where), found among the
+    source files of the model's classes; "" when none has that name."""
+    import inspect
+    import linecache
+    site = re.search(r"\(([^()\s:]+\.py):(\d+)\)$", error)
+    if site is None:
+        return ""
+    for cls in dict.fromkeys(type(m) for m in model.modules()):
+        try:
+            path = inspect.getsourcefile(cls)
+        except (TypeError, OSError):
+            continue
+        if path and path.rsplit("/", 1)[-1] == site.group(1):
+            return linecache.getline(path, int(site.group(2)))
+    return ""

@@ -497,3 +497,37 @@ def test_a_product_with_a_weight_matrix_is_the_first_layer():
     doc = pipeline.document(spec.load(fixture_spec("fourier_features")), pipeline.Settings())
     assert doc.inputs == ("coords:float32[B,2]",)
     assert all(c.equations.verification.verified for c in doc.components)
+
+
+def test_a_spectrogram_under_the_waveforms_name(hf_suite):
+    """The Audio Spectrogram Transformer calls its [B, frames, mel bins] input `input_values`, the name of a raw
+    waveform elsewhere; it has no 1-D conv to take samples. Taken for a waveform, [B, T] stopped its forward()
+    and nothing was derived."""
+    from transformers import ASTConfig, ASTForAudioClassification
+
+    from atlas import pipeline, spec
+    cfg = ASTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                    patch_size=16, max_length=64, num_mel_bins=32, frequency_stride=10, time_stride=10)
+    with torch.device("meta"):
+        model = ASTForAudioClassification(cfg)
+    doc = pipeline.document(spec.Loaded("ast", model, None), pipeline.Settings())
+    assert doc.inputs == ("input_values:float32[B,64,32]",)
+    assert "config.num_mel_bins = 32" in str(doc.input_notes) and doc.forward_failure is None
+    assert all(c.equations.verification.verified for c in doc.components)
+
+
+def test_optional_inputs_the_code_reaches_in_turn_are_added_in_turn(hf_suite):
+    """A Decision Transformer's forward() takes states, actions, returns and timesteps, all None by default, and
+    stops at each in turn on a line that names the next (no error message names one): each is added where its
+    line stops the run, and the four run as sequences."""
+    from transformers import DecisionTransformerConfig, DecisionTransformerModel
+
+    from atlas import pipeline, spec
+    cfg = DecisionTransformerConfig(state_dim=11, act_dim=3, hidden_size=32, n_layer=1, n_head=2, max_ep_len=64,
+                                    n_positions=64, vocab_size=10)
+    with torch.device("meta"):
+        model = DecisionTransformerModel(cfg)
+    doc = pipeline.document(spec.Loaded("dt", model, None), pipeline.Settings(verify=False))
+    assert doc.inputs == ("states:float32[B,T,11]", "actions:float32[B,T,3]", "returns_to_go:float32[B,T,1]",
+                          "timesteps:int64[B,T]")
+    assert doc.forward_failure is None and all(c.shapes.inputs for c in doc.components)
