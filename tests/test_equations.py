@@ -288,3 +288,18 @@ def test_names_with_a_capital_and_an_underscore_are_written_as_tex():
     """`B_mat` was written as it is, which KaTeX reads as B with the subscript m, then "at"."""
     doc = pipeline.describe(fixture_spec("capital_names"))
     assert lines(doc, "") == [r"y = \mathrm{coords}\,{B_{\mathrm{mat}}}\odot \exp\left({A_{\mathrm{log}}}\right)\odot W"]
+
+
+class _MaskedMeanLoss(nn.Module):
+    def forward(self, x, mask):
+        return (x * mask).sum() / mask.sum()
+
+
+def test_a_sum_over_every_axis_counts_every_element():
+    """A reduction without a dim sums all B·4 elements: its n is that size, printed and evaluated (it was an
+    unknown `n`, and the equations were not run: ViTMAE's masked loss)."""
+    loaded = spec.Loaded("inline", _MaskedMeanLoss(), None)
+    doc = pipeline.document(loaded, pipeline.Settings(inputs=("x:float32[B,4]", "mask:float32[B,4]")))
+    e = doc.root.equations
+    assert e.verification.verified, e.verification.reason
+    assert r"\sum_{j=1}^{4B}" in "".join(lines(doc, "")) and "{n}" not in "".join(lines(doc, ""))

@@ -371,10 +371,11 @@ def _indexed(p, x) -> str:
 
 
 def n_of(shape, dim) -> SizeOf:
-    """The size of the reduced axes, for printing: `768`, `T`, `2T`."""
-    dims = _dims(dim)
-    if shape is None or dims is None:
+    """The size of the reduced axes, all of them without a dim, for printing: `768`, `T`, `2T`, `16B`."""
+    if shape is None:
         return SizeOf(sympy.Symbol("n"))
+    dims = _dims(dim)
+    dims = range(len(shape)) if dims is None else dims
     size = 1
     for d in dims:
         size = size * shape[d]
