@@ -337,7 +337,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
     if disc is not None:
         firsts = [f.candidates[0] for f in disc.inputs]
         for (text, because), first in reversed(list(zip(choice.sources, firsts))):
-            if text != first and first_error:
+            if text != first and first_error and tried.ok:     # not when that one failed too
                 notes.insert(0, msg("%(input)s instead of %(first)s, with which forward() failed (%(error)s)",
                                     input=text, first=first, error=first_error))
             notes.insert(0, msg("%(input)s, inferred: %(because)s", input=text, because=because))

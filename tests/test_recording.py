@@ -12,6 +12,7 @@ import weakref
 import pytest
 import sympy
 import torch
+from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
@@ -410,3 +411,22 @@ def test_a_forward_on_fake_tensors_that_runs_past_its_time_stops_and_says_so(cap
            in captured.err
     assert all(c["shapes"]["status"] == "derived" for c in json.loads(captured.out)["components"])
     assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+class _NeverRuns(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x):
+        raise ValueError("this forward never runs")
+
+
+def test_no_input_is_said_to_replace_another_when_neither_ran():
+    """Every candidate failed: the notes say what was inferred and that the forward did not run, not that the last
+    candidate was taken "instead of" the first, "with which forward() failed", as if it had not."""
+    from atlas.spec import Loaded
+    doc = document(Loaded("inline", _NeverRuns(), None), Settings(verify=False))
+    notes = [str(n) for n in doc.input_notes]
+    assert doc.forward_failure and "this forward never runs" in doc.forward_failure
+    assert notes and not any("instead of" in n for n in notes), notes
