@@ -356,13 +356,8 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                          symbols=", ".join(trace.specialized_at) or ", ".join(trace.specialized),
                          sizes=", ".join(f"{s} = {trace.hints[s]}" for s in trace.specialized if s in trace.hints)))
         shaped = probes.derive(model, doc, probed, budget_bytes, _limits(disc, bounds, symbols, trace.hints))
-        comps = []
-        for comp in shaped.components:               # parts the forward never calls get a record of their own
-            if trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
-                module = model.get_submodule(comp.module_paths[0])
-                comp = replace(comp, shapes=_own_record(model, module, comp, trace, vocab))
-            comps.append(comp)
-        shaped = replace(shaped, components=tuple(comps), dims=dim_names)
+        shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, trace, vocab),
+                         dims=dim_names)
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes,
                        _root_failure(shaped, None), _apart(model, trace, repeats))
     if trace is None or trace.error is not None or trace.root is None:
@@ -371,6 +366,8 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         shaped = probes.derive(model, doc, probed, budget_bytes, limits)
         probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
         concrete = probes.concrete_record(model, specs, probe, budget_bytes)
+        if concrete is not None and concrete.root is not None and concrete.error is None:
+            shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, concrete, vocab))
         failure = _root_failure(shaped, first_error or why)
         if failure is None and probe:
             notes.append(msg("the forward with symbolic sizes failed (%(error)s), so the shapes come from forwards "
@@ -432,6 +429,19 @@ def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:
         return spec
     return inputs_mod.InputSpec(spec.name, spec.dtype, tuple(fixed.get(d, d) if isinstance(d, str) else d
                                                               for d in spec.dims))
+
+
+def _own_where_not_called(model: nn.Module, components, trace, vocab) -> tuple:
+    """Shapes from forwards at several sizes (probes) know nothing of calls: a part the record shows the forward
+    never calls gets a record of its own there too, not the probes' `[B, ?]` (a dropout Nystromformer defines and
+    does not use)."""
+    out = []
+    for comp in components:
+        if trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
+            module = model.get_submodule(comp.module_paths[0])
+            comp = replace(comp, shapes=_own_record(model, module, comp, trace, vocab))
+        out.append(comp)
+    return tuple(out)
 
 
 def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shapes:

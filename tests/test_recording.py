@@ -430,3 +430,25 @@ def test_no_input_is_said_to_replace_another_when_neither_ran():
     notes = [str(n) for n in doc.input_notes]
     assert doc.forward_failure and "this forward never runs" in doc.forward_failure
     assert notes and not any("instead of" in n for n in notes), notes
+
+
+class _NumpyInside(nn.Module):
+    """Runs only on real tensors (numpy() has no fake or meta tensor), and defines a layer it never calls."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.unused = nn.Dropout(0.1)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y * float(y.detach().numpy().shape[-1])
+
+
+def test_a_part_never_called_gets_its_own_record_where_the_shapes_come_from_probes():
+    """The symbolic run fails, so the shapes come from forwards at several sizes, which know nothing of calls: the
+    layer the forward never calls had shapes `[B, ?]` made up by the probes, marked as seen on the CPU."""
+    from atlas.spec import Loaded
+    doc = document(Loaded("inline", _NumpyInside(), None), Settings(inputs=("x:float32[B,4]",), verify=False))
+    assert doc.component("fc").shapes.method == "cpu"
+    unused = doc.component("unused").shapes
+    assert (unused.method, str(unused.reason)) == ("own", "inputs made up from its sizes"), unused
