@@ -6,7 +6,8 @@ Sources, in order:
 2. the usual names, sized from config fields: `input_ids` (token ids below `vocab_size`), `pixel_values`
    (`num_channels`, `image_size`, `patch_size`), `input_features` (`num_mel_bins`, `max_source_positions`),
    `input_values` (raw audio; a spectrogram where the config has `num_mel_bins` and no 1-D conv takes the
-   samples), `inputs_embeds` (`hidden_size`), `attention_mask`;
+   samples), `past_values` and the other inputs of a forecaster (`context_length`, `lags_sequence`,
+   `input_size`, `num_time_features`), `inputs_embeds` (`hidden_size`), `attention_mask`;
 3. for everything else, the first layer that consumes the input (atlas/first_consumer.py): a Linear's
    in_features, a Conv's channels, an Embedding's indices, a LayerNorm's width, an RNN's input_size.
 
@@ -311,6 +312,8 @@ def _by_convention(name, model, config, dtype):
         if isinstance(_cfg(config, "num_mel_bins")[0], int) and conv_limits.stack(model, 1) is None:
             return _spectrogram(name, config, dtype)        # no 1-D conv to take samples: a spectrogram (AST)
         return _waveform(name, model, config, dtype)
+    if name in _SERIES and isinstance(getattr(config, "lags_sequence", None), (list, tuple)):
+        return _lagged_series(name, config, dtype)
     if name == "past_values":                         # time series: context_length steps of the input channels
         steps, s_field = _cfg(config, "context_length")
         channels, c_field = _cfg(config, "num_input_channels", "input_size")
@@ -338,6 +341,32 @@ def _waveform(name, model, config, dtype):
         cands.reverse()
         why = _joined(why, _setting(c_field, channels))
     return cands, why, None, None, bounds
+
+
+_SERIES = ("past_values", "past_observed_mask", "past_time_features", "future_values", "future_time_features")
+
+
+def _lagged_series(name, config, dtype):
+    """A forecaster with lagged inputs (transformers' time-series transformers): the past is config.context_length
+    steps and the largest of config.lags_sequence before them, the future config.prediction_length steps; values
+    and their mask carry config.input_size values a step (no axis where it is 1), time features
+    config.num_time_features."""
+    context, c_field = _cfg(config, "context_length")
+    future, f_field = _cfg(config, "prediction_length")
+    width, w_field = _cfg(config, "input_size")
+    if name.endswith("time_features"):
+        width, w_field = _cfg(config, "num_time_features")
+    lag = max(config.lags_sequence, default=0)
+    if not all(isinstance(v, int) for v in (context, future, width)):
+        return None
+    if name.startswith("past"):
+        steps = context + lag
+        said = f"{steps} ({_setting(c_field, context)} + max(config.lags_sequence) = {lag})"
+    else:
+        steps, said = future, _setting(f_field, future)
+    why = msg("%(steps)s steps of %(values)s values", steps=said, values=_setting(w_field, width))
+    dims = ("B", steps) if width == 1 and not name.endswith("time_features") else ("B", steps, width)
+    return [_text(name, dtype, dims)], why, None, None, []
 
 
 def _spectrogram(name, config, dtype):

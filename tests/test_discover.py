@@ -531,3 +531,22 @@ def test_optional_inputs_the_code_reaches_in_turn_are_added_in_turn(hf_suite):
     assert doc.inputs == ("states:float32[B,T,11]", "actions:float32[B,T,3]", "returns_to_go:float32[B,T,1]",
                           "timesteps:int64[B,T]")
     assert doc.forward_failure is None and all(c.shapes.inputs for c in doc.components)
+
+
+def test_a_forecaster_with_lags_gets_its_past_from_the_config(hf_suite):
+    """transformers' time-series transformers take the past as context_length steps and the largest lag before
+    them; no convention said so, and their three required inputs were unresolved."""
+    from transformers import TimeSeriesTransformerConfig, TimeSeriesTransformerModel
+
+    from atlas import pipeline, spec
+    cfg = TimeSeriesTransformerConfig(prediction_length=4, context_length=8, input_size=2, lags_sequence=[1, 3],
+                                      num_time_features=2, d_model=16, encoder_layers=1, decoder_layers=1,
+                                      encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=16,
+                                      decoder_ffn_dim=16)
+    with torch.device("meta"):
+        model = TimeSeriesTransformerModel(cfg)
+    doc = pipeline.document(spec.Loaded("tst", model, None), pipeline.Settings())
+    assert doc.inputs == ("past_values:float32[B,11,2]", "past_time_features:float32[B,11,2]",
+                          "past_observed_mask:float32[B,11,2]")
+    assert "11 (config.context_length = 8 + max(config.lags_sequence) = 3)" in str(doc.input_notes[0])
+    assert doc.forward_failure is None and all(c.equations.verification.verified for c in doc.components)
