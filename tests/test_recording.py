@@ -349,6 +349,14 @@ def test_a_branch_a_remainder_decides_is_said(capsys):
         line for line in err.splitlines() if "branch" in line).removeprefix("atlas: PadsToChunks: ")]
 
 
+def test_a_branch_that_holds_at_every_size_is_not_said(capsys):
+    """Padded to a multiple of 4, then asked whether it is one: the condition is true at every size. It was said as
+    "the code took a branch that holds where True (...), at : ...", on stderr and on the page."""
+    data, err = _describe(capsys, "pads_then_asks")
+    assert "branch" not in err and not [note for note in data["input_notes"] if "branch" in note]
+    assert data["forward_failure"] is None and all(c["verification"]["verified"] for c in data["components"])
+
+
 def test_sizes_the_code_asserts_are_the_sizes_recorded(capsys):
     """`assert h == self.image_size` stopped the run at the 40 x 56 image discovery made (torchvision's ViT, timm's
     EVA-02 and CoaT: no shapes at all, 0 components verified). The run is made again at the size the failed

@@ -256,8 +256,11 @@ class SymbolicInputs:
             if not e.has(Mod, PythonMod, sympy.Mod) or not e.free_symbols <= set(self._map):
                 continue
             site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
-            if site in getattr(self.shape_env, "branches", ()):    # else a view's divisibility: no branch
-                out.append((readable(e.xreplace(self._map)), site))
+            if site not in getattr(self.shape_env, "branches", ()):    # a view's divisibility: no branch
+                continue
+            condition = readable(e.xreplace(self._map))
+            if condition not in (sympy.true, sympy.false):      # padded to a multiple, then asked if it is one
+                out.append((condition, site))
         return out
 
     def specialized(self) -> list[str]:
