@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import re
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -154,10 +155,13 @@ def _source_and_target(found: list[Found], bounds: list[tuple[str, Bound]]) -> t
     target = [f for f in found if f.name.startswith(_TARGET_SIDE)]
     if not any(uses_t(f) for f in target) or not any(uses_t(f) for f in found if f not in target):
         return found, [b for _, b in bounds]
-    out = [f if f in target else replace(f, candidates=tuple(_renamed(c, "T", "S") for c in f.candidates))
+    def to_s(text):             # the reasons state the bounds they found on T ("set T >= 400"): now on S
+        return text.with_words(lambda w: re.sub(r"\bT\b", "S", w)) if isinstance(text, Text) else text
+    out = [f if f in target else replace(f, candidates=tuple(_renamed(c, "T", "S") for c in f.candidates),
+                                         because=to_s(f.because))
            for f in found]
-    return out, [b if name.startswith(_TARGET_SIDE) or b.symbol != "T" else replace(b, symbol="S")
-                 for name, b in bounds]
+    return out, [b if name.startswith(_TARGET_SIDE) or b.symbol != "T" else
+                 replace(b, symbol="S", because=to_s(b.because)) for name, b in bounds]
 
 
 def _renamed(text: str, old: str, new: str) -> str:

@@ -158,6 +158,16 @@ class Text(str):
     def lowered(self) -> Text:
         return _rebuild(self.msgid, self.plural, self.n, self.args, True)
 
+    def with_words(self, fn) -> Text:
+        """The same sentence with `fn` applied to its plain-text arguments, nested sentences' too (a size's
+        symbol renamed where the sentence states a bound on it)."""
+        def mapped(value):
+            if isinstance(value, Text):
+                return value.with_words(fn)
+            return fn(value) if isinstance(value, str) else value
+        return _rebuild(self.msgid, self.plural, self.n, tuple((k, mapped(v)) for k, v in self.args),
+                        self.initial_lower)
+
     def translated(self) -> str:
         return _translate(self.msgid, self.plural, self.n, self.args, self.initial_lower, translations(active()))
 

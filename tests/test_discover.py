@@ -550,3 +550,20 @@ def test_a_forecaster_with_lags_gets_its_past_from_the_config(hf_suite):
                           "past_observed_mask:float32[B,11,2]")
     assert "11 (config.context_length = 8 + max(config.lags_sequence) = 3)" in str(doc.input_notes[0])
     assert doc.forward_failure is None and all(c.equations.verification.verified for c in doc.components)
+
+
+def test_a_bound_on_the_source_length_is_stated_on_s(hf_suite):
+    """An encoder-decoder's source length is S once the target side takes T; the sentence that says where the
+    waveform's bound came from said "set T >= 400", a symbol its input no longer has."""
+    from transformers import SpeechT5Config, SpeechT5ForSpeechToText
+    cfg = SpeechT5Config(vocab_size=100, hidden_size=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                         decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16)
+    with torch.device("meta"):
+        model = SpeechT5ForSpeechToText(cfg)
+    d = _found(model)
+    assert d.texts() == ("input_values:float32[B,S]", "decoder_input_ids:int64[B,T]")
+    because = str(d.inputs[0].because)
+    assert "set S >= 400" in because and "T >=" not in because
+    assert d.bound("S").minimum == 400 and (d.bound("T") is None or d.bound("T").minimum != 400)
+    with i18n.language("es"):
+        assert "S >= 400" in i18n.render(d.inputs[0].because)
