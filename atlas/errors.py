@@ -31,3 +31,10 @@ def where(exc: BaseException) -> str:
         message = message[:197] + "..."
     place = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
     return f"{type(exc).__name__}: {message}{place}"
+
+
+def site_of(error: str) -> tuple[str, int] | None:
+    """(file name, line) of the model's code a `where` message ends with: "... (modeling_x.py:618)"."""
+    import re
+    found = re.search(r"\(([^()\s:]+\.py):(\d+)\)$", error)
+    return (found.group(1), int(found.group(2))) if found else None

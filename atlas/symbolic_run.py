@@ -30,7 +30,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from torch.utils._sympy.numbers import int_oo
 
 from atlas.discover import Discovery, discover
-from atlas.errors import where
+from atlas.errors import site_of, where
 from atlas.inputs import parse_input
 from atlas.trace.symbolic import AssumingShapeEnv as _ShapeEnv
 from atlas.trace.symbolic import Decompose as _Decompose
@@ -268,7 +268,7 @@ def _error_line(model: nn.Module, error: str) -> str:
     source files of the model's classes; "" when none has that name."""
     import inspect
     import linecache
-    site = re.search(r"\(([^()\s:]+\.py):(\d+)\)$", error)
+    site = site_of(error)
     if site is None:
         return ""
     for cls in dict.fromkeys(type(m) for m in model.modules()):
@@ -276,6 +276,6 @@ def _error_line(model: nn.Module, error: str) -> str:
             path = inspect.getsourcefile(cls)
         except (TypeError, OSError):
             continue
-        if path and path.rsplit("/", 1)[-1] == site.group(1):
-            return linecache.getline(path, int(site.group(2)))
+        if path and path.rsplit("/", 1)[-1] == site[0]:
+            return linecache.getline(path, site[1])
     return ""
