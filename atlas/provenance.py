@@ -205,23 +205,31 @@ class _Reader:
     def assignment_lines(self, cls: type, attr: str) -> tuple[int, int] | None:
         """Lines in __init__ (along the MRO) that set self.<attr>, or register it."""
         for klass in type.mro(cls):
-            span = self.method_span(klass, "__init__")
-            tree = self.init_tree(klass) if span is not None else None
-            if tree is None:
-                continue
-            for node in ast.walk(tree):
-                hit = False
-                if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    hit = any(isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-                              and t.value.id == "self" for t in targets)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                        node.func.attr in ("register_parameter", "register_buffer") and node.args and \
-                        isinstance(node.args[0], ast.Constant) and node.args[0].value == attr:
-                    hit = True
-                if hit:
-                    return span[0] + node.lineno - 1, span[0] + node.end_lineno - 1
+            found = self.assignments(klass).get(attr)
+            if found is not None:
+                return found
         return None
+
+    @_memo
+    def assignments(self, klass: type) -> dict[str, tuple[int, int]]:
+        """Each attribute a class's own __init__ sets (self.<attr> = ...) or registers, with the lines of the first
+        statement that does, in ast.walk's order: one walk of the tree for all of the class's attributes."""
+        span = self.method_span(klass, "__init__")
+        tree = self.init_tree(klass) if span is not None else None
+        found: dict[str, tuple[int, int]] = {}
+        for node in ast.walk(tree) if tree is not None else ():
+            names: list[str] = []
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.attr for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                         and t.value.id == "self"]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in ("register_parameter", "register_buffer") and node.args and \
+                    isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                names = [node.args[0].value]
+            for name in names:
+                found.setdefault(name, (span[0] + node.lineno - 1, span[0] + node.end_lineno - 1))
+        return found
 
     def claim(self, text: str, check: str, file: str, src_file: str, start: int, end: int) -> Claim:
         return Claim(text, check, file, start, end, self.files.text(src_file, start, end))

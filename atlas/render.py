@@ -20,10 +20,32 @@ def templates_dir() -> Path:
     return Path(os.environ.get("ATLAS_TEMPLATES", REPO_TEMPLATES))
 
 
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """Each template compiled once per process (13 templates take 0.18 s to compile, a build's pages a fraction of
+    that to render with them). Every environment() has the same options; a template's code is kept under its file
+    and reused only while the file's source has the checksum it was compiled from, so an edited template (`mkdocs
+    serve`) is compiled again."""
+
+    def __init__(self) -> None:
+        self._code: dict = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        checksum, code = self._code.get(bucket.key, (None, None))
+        if checksum == bucket.checksum:
+            bucket.code = code
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self._code[bucket.key] = (bucket.checksum, bucket.code)
+
+
+_COMPILED = _CompiledTemplates()
+
+
 def environment(directory: Path | None = None) -> jinja2.Environment:
-    """A fresh environment per render: nothing global is mutated."""
+    """A fresh environment per render: nothing it holds is shared but the templates' compiled code."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(directory or templates_dir())),
+        bytecode_cache=_COMPILED,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -110,3 +110,17 @@ def test_a_new_fingerprint_is_kept_however_many_came_before(tmp_path):
         fingerprint.save(docs, cli, files, ["m"], {})
         fingerprint.save(docs, plugin, files, ["m"], {})
         assert fingerprint.fresh(docs, cli) is not None and fingerprint.fresh(docs, plugin) is not None, edit
+
+
+def test_templates_are_compiled_once_and_again_when_edited(tmp_path):
+    """Every environment of a process shares the templates' compiled code; an edited template (mkdocs serve) is
+    compiled from its new source."""
+    from atlas import render
+
+    (tmp_path / "page.md.j2").write_text("{{ name }} one\n")
+    first = render.environment(tmp_path).get_template("page.md.j2")
+    again = render.environment(tmp_path).get_template("page.md.j2")
+    assert again.root_render_func.__code__ is first.root_render_func.__code__
+    (tmp_path / "page.md.j2").write_text("{{ name }} two\n")
+    edited = render.environment(tmp_path).get_template("page.md.j2")
+    assert edited.render(name="x") == "x two\n" and first.render(name="x") == "x one\n"
