@@ -442,10 +442,13 @@ def _pixels(name, model, config, dtype):
 
 
 def _position_table(model: nn.Module, patches: int) -> str | None:
-    for path, t in itertools.chain(model.named_parameters(), model.named_buffers()):
-        if "pos" in path.lower() and any(patches <= d <= patches + 4 for d in t.shape):       # + cls, distillation tokens
-            return path
-    return None
+    """The position table with a row per patch, or a few more (class and distillation tokens): its rows are any
+    dim but the last, its features. Of several, the one whose rows come nearest the patches (SigLIP's text table
+    of 20 positions is listed before its vision table of 16 patches)."""
+    found = [(min(d - patches for d in t.shape[:-1] if patches <= d <= patches + 4), i, path)
+             for i, (path, t) in enumerate(itertools.chain(model.named_parameters(), model.named_buffers()))
+             if "pos" in path.lower() and any(patches <= d <= patches + 4 for d in t.shape[:-1])]
+    return min(found)[2] if found else None
 
 
 def _features(name, model, config, dtype):

@@ -1,6 +1,7 @@
 """Input discovery: plain modules from their first layer, transformers models from config, checked by running them."""
 
 import os
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -462,6 +463,30 @@ def test_multimodal_model_gets_the_second_input_after_a_failed_run(hf_suite):
     assert "NoneType" in tried[0].error                                  # no pixel_values
     assert tried[-1].texts == ("input_ids:int64[B,T]", "pixel_values:float32[B,3,16,16]")
     assert ("logits_per_image", ("3", "3")) in tried[-1].outputs
+
+
+class _TextAndVisionTables(nn.Module):
+    """A text model's 6 positions listed before a vision model's table of 4 patches and a class token."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = SimpleNamespace(image_size=16, patch_size=8, num_channels=3)
+        self.text_pos = nn.Embedding(6, 8)
+        self.vision = nn.Module()
+        self.vision.patch = nn.Conv2d(3, 8, 8, 8)
+        self.vision.pos = nn.Parameter(torch.zeros(1, 5, 8))
+
+    def forward(self, pixel_values):
+        return self.vision.patch(pixel_values).flatten(2).transpose(1, 2) + self.vision.pos[:, 1:]
+
+
+def test_the_image_size_is_tied_to_the_table_nearest_the_patch_count():
+    """SigLIP's note named its text table (20 rows, listed first) as the one with a row per 8x8 patch, beside the
+    vision table of 16 patches: the table whose rows come nearest the patches is named."""
+    d = _found(_TextAndVisionTables())
+    assert d.inputs[0].candidates[0] == "pixel_values:float32[B,3,16,16]"
+    assert d.inputs[0].because.endswith("16x16 fixed by config.image_size, since `vision.pos` has one row per 8x8 "
+                                        "patch")
 
 
 def test_a_vision_encoder_decoder_reads_its_encoders_config(hf_suite):
