@@ -74,8 +74,9 @@ def table(doc: ModelDoc) -> str:
     verified = sum(1 for c in doc.components if c.equations and c.equations.verification
                    and c.equations.verification.verified)
     checked = any(c.equations and c.equations.verification is not None for c in doc.components)
+    hint = " (run with --verify to check them)" if derived else ""       # nothing derived: nothing to check
     lines.append(f"components {len(doc.components)}: shapes for {with_shapes}, equations for {derived}"
-                 + (f", verified for {verified}" if checked else " (run with --verify to check them)"))
+                 + (f", verified for {verified}" if checked else hint))
     if doc.cost is not None and doc.cost_summary is not None:
         at = ", ".join(f"{k} = {v}" for k, v in doc.cost_summary.reference)
         lines.append(f"FLOPs of one instance's forward at {at}; the model's: "

@@ -252,6 +252,16 @@ def test_describe_table_shows_each_components_flops_and_check(capsys):
     assert "FLOPs of one instance's forward at B = 1, T = 64; the model's: " in lines[-2]
 
 
+def test_the_table_asks_for_verify_only_when_there_is_something_to_verify(capsys):
+    """A forward that fails derives no equations: the table's last line told the user to run with --verify, which
+    they had given."""
+    assert main(["describe", fixture_spec("always_fails"), "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "equations for 0\n" in out and "--verify" not in out
+    assert main(["describe", fixture_spec("two_layer_mlp")]) == 0
+    assert "equations for 4 (run with --verify to check them)" in capsys.readouterr().out
+
+
 def test_a_dim_bound_past_what_the_model_takes_is_bad_input(capsys):
     """`--dim T>=600` for a model of 256 positions: there was no size to run at, and the equations and FLOPs came
     out at B = 3, T = 2, against the bound, with exit 0. It is bad input: one line, exit 2."""
