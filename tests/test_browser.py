@@ -137,9 +137,11 @@ def _crawl_groups(site: Path) -> dict[str, list[str]]:
     """The pages the crawl opens: in English, every page of the site; in Spanish, every page no model owns (home,
     catalog, reference), each model's home and every LDLM page with children (the pages with blocks of steps,
     diagrams and trees). The Spanish pages are the same templates in another language, and every one of them gets
-    the checks of its HTML (test_every_spanish_page_is_whole). A page in Chromium takes 0.2–0.3 s and 0.11–0.18 s
-    of CPU (the HTML's parse, Material's scripts, the style and layout; Chromium 0.08 s, Playwright's driver and
-    this process the rest): with the site's build, 70 s of the suite's 290 s of CPU, its largest part."""
+    the checks of its HTML (test_every_spanish_page_is_whole). A page in Chromium takes 0.2–0.3 s and about 0.3 s
+    of CPU over all of Chromium's processes (its renderer 0.18–0.21 s: the HTML's parse, Material's bundle, the first
+    style and layout; its browser process 0.07–0.10 s; a page with one paragraph costs 0.11 s in all): with the
+    site's build, about a third of the suite's CPU, its largest part. Chromium's renderers are not this process's
+    children, so getrusage does not see them; /proc does."""
     models = {m.parent.name for m in site.glob("*/atlas.json")}
 
     def owner(rel: str) -> str:
