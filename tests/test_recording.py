@@ -349,6 +349,17 @@ def test_a_branch_a_remainder_decides_is_said(capsys):
         line for line in err.splitlines() if "branch" in line).removeprefix("atlas: PadsToChunks: ")]
 
 
+def test_a_branch_a_rounding_decides_is_said(capsys):
+    """SEW pools T by 2, upsamples, and pads back to T when T was odd: the record made at an even T held
+    2·⌊T/2⌋ positions for every T, in silence (wrong at odd T). Its condition has no remainder in it, only a floor;
+    it is said, with its line."""
+    data, err = _describe(capsys, "pools_then_pads_back")
+    line = next(i for i, text in enumerate(open(ROOT / "tests" / "fixtures" / "recording_models.py"), 1)
+                if "if up.shape[1] < x.shape[1]:" in text)
+    assert f"the code took a branch that holds where 2*floor(T/2) >= T (recording_models.py:{line}), at T = " in err
+    assert any("2*floor(T/2) >= T" in note for note in data["input_notes"])
+
+
 def test_a_branch_that_holds_at_every_size_is_not_said(capsys):
     """Padded to a multiple of 4, then asked whether it is one: the condition is true at every size. It was said as
     "the code took a branch that holds where True (...), at : ...", on stderr and on the page."""

@@ -113,6 +113,10 @@ class AssumingShapeEnv(ShapeEnv):
         return self._assume(super().create_unbacked_symfloat(*args, **kwargs), "float")
 
 
+# a size condition one of these decides holds for some sizes and not for others next to them
+_REMAINDERS = (Mod, PythonMod, sympy.Mod, FloorDiv, CeilDiv, sympy.floor, sympy.ceiling)
+
+
 class Decompose(TorchDispatchMode):
     """Runs ops whose meta kernels are not symbolic through their Python decompositions."""
 
@@ -239,7 +243,9 @@ class SymbolicInputs:
     def conditions(self) -> list[tuple[str, str | None]]:
         """The conditions on the sizes that a branch of the code tested and the run took, where a remainder decides
         them (Zamba2 pads T up to a multiple of 16 and cuts it back only if it padded: at T = 32 the record holds
-        for multiples of 16): (the condition in the model's symbols, file:line). Pins (T == 6) are said apart."""
+        for multiples of 16), or a rounding does (SEW pools T by 2, upsamples, and pads back to T when T was odd:
+        its guard compares 2*floor(T/2) with T): (the condition in the model's symbols, file:line). Pins (T == 6)
+        are said apart."""
         by_site: dict[str, str] = {}
         for condition, site in self.branch_conditions():
             text = str(condition)
@@ -253,7 +259,7 @@ class SymbolicInputs:
         out = []
         for g in self.shape_env.guards:
             e = g.expr
-            if not e.has(Mod, PythonMod, sympy.Mod) or not e.free_symbols <= set(self._map):
+            if not e.has(*_REMAINDERS) or not e.free_symbols <= set(self._map):
                 continue
             site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
             if site not in getattr(self.shape_env, "branches", ()):    # a view's divisibility: no branch
