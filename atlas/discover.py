@@ -422,7 +422,7 @@ def _pixels(name, model, config, dtype):
     if size is not None:
         h, w = (size, size) if isinstance(size, int) else size
         ph, pw = (patch, patch) if isinstance(patch, int) else (patch or (1, 1))
-        table = _position_table(model, (h // ph) * (w // pw))
+        table = _position_table(model, (h // ph) * (w // pw), first.layers[0].path if first is not None else None)
         if table is not None:
             fixed = _text(name, dtype, ("B", channels, h, w))
             size, patch = f"{h}x{w}", f"{ph}x{pw}"
@@ -441,14 +441,20 @@ def _pixels(name, model, config, dtype):
             bounds)
 
 
-def _position_table(model: nn.Module, patches: int) -> str | None:
+def _position_table(model: nn.Module, patches: int, near: str | None = None) -> str | None:
     """The position table with a row per patch, or a few more (class and distillation tokens): its rows are any
-    dim but the last, its features. Of several, the one whose rows come nearest the patches (SigLIP's text table
-    of 20 positions is listed before its vision table of 16 patches)."""
-    found = [(min(d - patches for d in t.shape[:-1] if patches <= d <= patches + 4), i, path)
+    dim but the last, its features. Of several, the one nearest the first conv in the module tree (`near`, the
+    patch embedding: SigLIP's text table is listed before its vision table and has as many rows), then the one
+    whose rows come nearest the patches."""
+    def shared(path: str) -> int:
+        return next((i for i, (a, b) in enumerate(zip(path.split("."), (near or "").split("."))) if a != b),
+                    len(path.split(".")))
+
+    found = [(-shared(path) if near else 0, min(d - patches for d in t.shape[:-1] if patches <= d <= patches + 4),
+              i, path)
              for i, (path, t) in enumerate(itertools.chain(model.named_parameters(), model.named_buffers()))
              if "pos" in path.lower() and any(patches <= d <= patches + 4 for d in t.shape[:-1])]
-    return min(found)[2] if found else None
+    return min(found)[-1] if found else None
 
 
 def _features(name, model, config, dtype):

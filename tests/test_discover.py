@@ -466,12 +466,12 @@ def test_multimodal_model_gets_the_second_input_after_a_failed_run(hf_suite):
 
 
 class _TextAndVisionTables(nn.Module):
-    """A text model's 6 positions listed before a vision model's table of 4 patches and a class token."""
+    """A text model's 4 positions listed before a vision model's table of 4 patches and a class token."""
 
     def __init__(self):
         super().__init__()
         self.config = SimpleNamespace(image_size=16, patch_size=8, num_channels=3)
-        self.text_pos = nn.Embedding(6, 8)
+        self.text_pos = nn.Embedding(4, 8)
         self.vision = nn.Module()
         self.vision.patch = nn.Conv2d(3, 8, 8, 8)
         self.vision.pos = nn.Parameter(torch.zeros(1, 5, 8))
@@ -480,9 +480,9 @@ class _TextAndVisionTables(nn.Module):
         return self.vision.patch(pixel_values).flatten(2).transpose(1, 2) + self.vision.pos[:, 1:]
 
 
-def test_the_image_size_is_tied_to_the_table_nearest_the_patch_count():
-    """SigLIP's note named its text table (20 rows, listed first) as the one with a row per 8x8 patch, beside the
-    vision table of 16 patches: the table whose rows come nearest the patches is named."""
+def test_the_image_size_is_tied_to_the_table_beside_the_patch_embedding():
+    """SigLIP's note named its text table (listed first, as many rows as the vision table's 16 patches) as the one
+    with a row per 8x8 patch: the table nearest the first conv in the module tree is named, whatever its rows."""
     d = _found(_TextAndVisionTables())
     assert d.inputs[0].candidates[0] == "pixel_values:float32[B,3,16,16]"
     assert d.inputs[0].because.endswith("16x16 fixed by config.image_size, since `vision.pos` has one row per 8x8 "
