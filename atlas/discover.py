@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import os
 import re
 from dataclasses import dataclass, field, replace
 
@@ -446,14 +447,12 @@ def _position_table(model: nn.Module, patches: int, near: str | None = None) -> 
     dim but the last, its features. Of several, the one nearest the first conv in the module tree (`near`, the
     patch embedding: SigLIP's text table is listed before its vision table and has as many rows), then the one
     whose rows come nearest the patches."""
-    def shared(path: str) -> int:
-        return next((i for i, (a, b) in enumerate(zip(path.split("."), (near or "").split("."))) if a != b),
-                    len(path.split(".")))
-
-    found = [(-shared(path) if near else 0, min(d - patches for d in t.shape[:-1] if patches <= d <= patches + 4),
-              i, path)
-             for i, (path, t) in enumerate(itertools.chain(model.named_parameters(), model.named_buffers()))
-             if "pos" in path.lower() and any(patches <= d <= patches + 4 for d in t.shape[:-1])]
+    near_parts = near.split(".") if near else []
+    found = []
+    for i, (path, t) in enumerate(itertools.chain(model.named_parameters(), model.named_buffers())):
+        extra = [d - patches for d in t.shape[:-1] if patches <= d <= patches + 4]
+        if "pos" in path.lower() and extra:
+            found.append((-len(os.path.commonprefix([path.split("."), near_parts])), min(extra), i, path))
     return min(found)[-1] if found else None
 
 

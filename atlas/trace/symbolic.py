@@ -113,8 +113,8 @@ class AssumingShapeEnv(ShapeEnv):
         return self._assume(super().create_unbacked_symfloat(*args, **kwargs), "float")
 
 
-# a size condition one of these decides holds for some sizes and not for others next to them
-_REMAINDERS = (Mod, PythonMod, sympy.Mod, FloorDiv, CeilDiv, sympy.floor, sympy.ceiling)
+# remainders and roundings: a size condition one of them decides holds for some sizes and not for others next to them
+_ROUNDINGS = (Mod, PythonMod, sympy.Mod, FloorDiv, CeilDiv, sympy.floor, sympy.ceiling)
 
 
 class Decompose(TorchDispatchMode):
@@ -259,7 +259,7 @@ class SymbolicInputs:
         out = []
         for g in self.shape_env.guards:
             e = g.expr
-            if not e.has(*_REMAINDERS) or not e.free_symbols <= set(self._map):
+            if not e.has(*_ROUNDINGS) or not e.free_symbols <= set(self._map):
                 continue
             site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
             if site not in getattr(self.shape_env, "branches", ()):    # a view's divisibility: no branch
