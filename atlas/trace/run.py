@@ -436,10 +436,12 @@ def _same_inputs(rec: Recorder, seen: Call, args, kwargs) -> bool:
 
 
 def _like(out):
-    """Fresh tensors shaped like a recorded output; None where it holds anything else."""
+    """Fresh tensors shaped like a recorded output; None where it holds anything else. Contiguous ones: `empty_like`
+    would carry the strides over, which on fake tensors of symbolic sizes is a Python computation of the layout
+    (1.5 ms a call against 0.4 ms, a third of the difference between 126 skipped layers and 32)."""
     if isinstance(out, Ref):
         obj = out.value.obj
-        return torch.empty_like(obj) if isinstance(obj, torch.Tensor) else None
+        return torch.empty(obj.shape, dtype=obj.dtype, device=obj.device) if isinstance(obj, torch.Tensor) else None
     if isinstance(out, tuple):
         items = [_like(o) if o is not None else None for o in out]
         return None if any(i is None and o is not None for i, o in zip(items, out)) else tuple(items)
