@@ -12,7 +12,7 @@ from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
 from atlas.errors import AtlasError
 from atlas.i18n import msg
-from atlas.model import BufferRow, ModelDoc, ParamRow, Totals
+from atlas.model import BufferRow, CountedElsewhere, ModelDoc, ParamRow, Totals
 
 # Reader's names for the tensors of torch.nn leaves, looked up along the class's MRO.
 _LABELS: dict[type, dict[str, object]] = {
@@ -117,6 +117,17 @@ def buffer_rows(module: nn.Module) -> tuple[BufferRow, ...]:
 def unique_numel(module: nn.Module) -> int:
     """Elements of the distinct tensors a module holds, itself and its children included."""
     return sum(numel(p) for p in module.parameters())
+
+
+def counted_elsewhere(module: nn.Module, path: str, owners: dict[int, list[str]]) -> tuple[CountedElsewhere, ...]:
+    """The distinct tensors `module` (at `path`) holds that the model counts at a place outside it, by that place."""
+    inside = path + "."
+    out = {}
+    for p in module.parameters():
+        first = owners[id(p)][0]
+        if path and not first.startswith(inside):
+            out[first] = numel(p)
+    return tuple(CountedElsewhere(at, count) for at, count in out.items())
 
 
 def totals(model: nn.Module) -> Totals:

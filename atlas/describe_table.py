@@ -22,11 +22,14 @@ def _output(comp, doc: ModelDoc) -> str:
 
 
 def _tied(comp) -> str:
-    """A component whose every tensor is another's, counted there (a tied LM head): its parameters are in the
-    model's total once, at the other place."""
-    if comp.rows and all(r.shared_with and not r.counted for r in comp.rows):
-        return " (tied: counted at " + ", ".join(dict.fromkeys(p for r in comp.rows for p in r.shared_with)) + ")"
-    return ""
+    """Parameters a component holds that the model counts at another place (a tied LM head, or a head that holds
+    one): they are in the model's total once, there, so a parent's rows may add up to more than it."""
+    if not comp.counted_elsewhere:
+        return ""
+    at = ", ".join(e.counted_at for e in comp.counted_elsewhere)
+    count = sum(e.count for e in comp.counted_elsewhere)
+    return f" (tied: counted at {at})" if count == comp.parameters_per_instance else \
+        f" ({count:,} of them tied: counted at {at})"
 
 
 def _flops(comp, doc: ModelDoc) -> str:

@@ -35,6 +35,15 @@ class ParamRow:
 
 
 @dataclass(frozen=True)
+class CountedElsewhere:
+    """Parameters a component holds through its children that a place outside it holds too, and counts (a tied
+    decoder inside a prediction head, counted at the token embedding)."""
+
+    counted_at: str                 # the "module.param" path that counts the tensor
+    count: int
+
+
+@dataclass(frozen=True)
 class BufferRow:
     """One buffer a component owns directly; buffers are state, not parameters."""
 
@@ -284,6 +293,7 @@ class Component:
     cost: Cost | None = None
     cost_reason: object = None      # why there is no cost (a Text): it depends on sizes the data decides
     flow: Flow | None = None        # which child's output feeds which, in its forward's order
+    counted_elsewhere: tuple[CountedElsewhere, ...] = ()    # of parameters_per_instance, tied tensors counted outside
 
     @property
     def parameters_total(self) -> int:

@@ -11,9 +11,10 @@ from dataclasses import fields
 
 from atlas.equations.markup import plain
 from atlas.filters import calculation
-from atlas.model import (Architecture, BufferRow, Flow, FlowNode, CheckpointReport, Claim, Component, ComponentCheck, Cost, CostSummary, Dim, DimNames, DtypeCount,
-                         EquationStatus, Equations, Excerpt, Fact, MathSymbol, Mismatch, ModelDoc, ParamRow, Published, Shapes,
-                         ShapeStatus, Source, Step, TensorShape, TiedCopy, Totals, Trait, Verification)
+from atlas.model import (Architecture, BufferRow, CheckpointReport, Claim, Component, ComponentCheck, Cost,
+                         CostSummary, CountedElsewhere, Dim, DimNames, DtypeCount, EquationStatus, Equations,
+                         Excerpt, Fact, Flow, FlowNode, MathSymbol, Mismatch, ModelDoc, ParamRow, Published,
+                         ShapeStatus, Shapes, Source, Step, TensorShape, TiedCopy, Totals, Trait, Verification)
 
 SCHEMA_VERSION = 1
 
@@ -62,6 +63,7 @@ def component_dict(c: Component) -> dict:
         "module_paths": list(c.module_paths),
         "parameters_per_instance": c.parameters_per_instance,
         "parameters_total": c.parameters_total,
+        "counted_elsewhere": [{"counted_at": e.counted_at, "count": e.count} for e in c.counted_elsewhere],
         "rows": [row_dict(r) for r in c.rows],
         "buffers": [
             {"name": b.name, "shape": list(b.shape), "dtype": b.dtype, "count": b.count, "persistent": b.persistent}
@@ -275,6 +277,8 @@ def from_dict(data: dict) -> ModelDoc:
             cost=cost_from(c.get("cost")),
             cost_reason=c.get("cost_reason"),
             flow=flow_from(c.get("flow")),
+            counted_elsewhere=tuple(CountedElsewhere(e["counted_at"], e["count"])
+                                    for e in c.get("counted_elsewhere", ())),
         )
 
     t = data["totals"]

@@ -125,6 +125,7 @@ class _Walker:
             buffers=accounting.buffer_rows(m0),
             children=tuple(c.id for c in children),
             parameters_per_instance=accounting.unique_numel(m0),
+            counted_elsewhere=accounting.counted_elsewhere(m0, path0, self.owners),
             summary=summary(m0),
             reconstruction=_text_attr(m0, "atlas_reconstruction"),
             name_is_prose=prose,

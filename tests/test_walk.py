@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from atlas import accounting, spec, walk
+from atlas.model import CountedElsewhere
 from conftest import fixture_spec
 
 
@@ -33,6 +34,29 @@ def test_tied_weights_counted_once():
     assert not head.rows[0].counted and head.rows[0].shared_with == ("embed.weight",)
     assert doc.component("embed").rows[0].shared_with == ("head.weight",)
     assert doc.root.parameters_per_instance == 60
+
+
+def test_a_head_holding_a_tied_tensor_says_where_it_is_counted(capsys):
+    """The head's own count holds the decoder's weight, which the model counts at the embedding: its table row and its
+    page say so, and the table's parents add up to the total with it taken out."""
+    from atlas.cli import main
+    from atlas.render import render
+    doc = doc_of("tied_inside_head")
+    head, decoder = doc.component("head"), doc.component("head.1")
+    assert (doc.totals.parameters, head.parameters_per_instance) == (40 + 20, 20 + 40)
+    assert head.counted_elsewhere == decoder.counted_elsewhere == (CountedElsewhere("embed.weight", 40),)
+    assert doc.root.counted_elsewhere == doc.component("embed").counted_elsewhere == ()
+    assert main(["describe", fixture_spec("tied_inside_head")]) == 0
+    lines = {line[:38].strip(): line for line in capsys.readouterr().out.splitlines()}
+    assert lines["Head"].endswith("(40 of them tied: counted at embed.weight)"), lines["Head"]
+    assert lines["Linear (1)"].endswith("(tied: counted at embed.weight)"), lines["Linear (1)"]
+    assert not lines["TiedInsideHead"].endswith(")") and not lines["Linear (0)"].endswith(")")
+    pages = render(doc)
+    assert "Of them, 40 are tied: the model counts them once, at `embed.weight`." in pages[f"{doc.slug}/head/index.md"]
+    assert "All of them are tied: the model counts them once, at `embed.weight`." in pages[f"{doc.slug}/head/1.md"]
+    assert "are tied: the model counts" not in pages[f"{doc.slug}/index.md"] + pages[f"{doc.slug}/embed.md"]
+    assert "De ellos, 40 están atados: el modelo los cuenta una sola vez, en `embed.weight`." in \
+        pages[f"{doc.slug}/head/index.es.md"]
 
 
 def test_buffers_listed_apart():
