@@ -16,7 +16,7 @@ from, so a catalog cell links to the page that shows it.
   e^{iθ}, as complex numbers); learned or fixed (frozen) where a table is indexed by positions or added to the
   stream.
 - Activations: the nonlinearities of the blocks outside attention; "gated" where the result multiplies another
-  projection (SwiGLU); Swish where a sigmoid's result multiplies the tensor it was computed from (x·σ(βx)).
+  projection (SwiGLU), not a scale made from that result (squeeze-and-excitation); Swish where a sigmoid's result multiplies the tensor it was computed from (x·σ(βx)).
 """
 
 from __future__ import annotations
@@ -355,7 +355,7 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
                 outs = {id(v) for v in _outs(ev)}
                 own = _scaled_from([r.value for r in _refs(ev.args)])
                 factors = [v for ops in products if any(id(v) in outs for v in ops) for v in ops if id(v) not in outs]
-                if any(id(v) not in own for v in factors):
+                if any(id(v) not in own and not _made_after(v, outs) for v in factors):
                     name = f"gated {name}"                  # times another stream (SwiGLU's up projection)
                 elif factors and name == "sigmoid":
                     name = "Swish"                          # x·σ(βx): the input weighs itself (CLIP's quick GELU)
@@ -416,6 +416,12 @@ def _scaled_from(values, steps: int = 3) -> set[int]:
     layer computed them from (a learned gate σ(W·h) weighs h by another stream)."""
     scaled = _through(_SCALING, single=True)
     return {id(u) for v in values for u in _chain(v, scaled, steps)}
+
+
+def _made_after(v, outs: set[int], depth: int = 8) -> bool:
+    """Whether v was computed from one of the values `outs` names, a few ops back: a squeeze-and-excitation scale
+    made from the activation it then weighs is no second stream."""
+    return any(id(u) in outs for u, _ in upstream([v], depth))
 
 
 def _outs(ev: OpEvent) -> list:

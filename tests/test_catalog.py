@@ -115,6 +115,13 @@ def test_what_an_activation_is_combined_with_names_it(name, named):
     assert [(t.value, t.component) for t in a.activations] == [(named, "blocks")]
 
 
+def test_an_activation_weighed_by_a_gate_made_from_itself_is_not_gated():
+    """Squeeze-and-excitation (EfficientNet's): a SiLU's result times a sigmoid of its own pooled, projected values.
+    The SiLU was called gated, as if it multiplied a second projection; the sigmoid is the gate, and gates it."""
+    a = _doc("tests/fixtures/activations.py:squeeze_excite").architecture
+    assert [(t.value, t.component) for t in a.activations] == [("SiLU", "blocks"), ("gated sigmoid", "blocks")]
+
+
 def test_a_positions_table_called_with_the_token_ids_is_no_vocabulary():
     """BART's learned positions are called with input_ids (for their shape) and look up an arange: the suite's
     258-row positions table is larger than its 128-token vocabulary, and was taken for it."""
