@@ -22,6 +22,7 @@ from torch import nn
 
 from atlas import buffer_values
 from atlas import inputs as inputs_mod
+from atlas.trace import kinds
 from atlas.errors import where
 from atlas.i18n import msg
 from atlas.model import Dim, DimNames, ModelDoc, Shapes, ShapeStatus, TensorShape
@@ -353,6 +354,8 @@ def _repeat_wrappers(model: nn.Module, doc: ModelDoc) -> list:
         if not isinstance(container, (nn.ModuleList, nn.Sequential)) or not first_key.isdigit():
             continue
         first = container._modules[first_key]
+        if not kinds.called(first):
+            continue
         for path in comp.module_paths[1:]:
             p_path, _, key = path.rpartition(".")
             if p_path == parent_path and container._modules[key] is not first:

@@ -360,6 +360,20 @@ def test_a_branch_a_rounding_decides_is_said(capsys):
     assert any("2*floor(T/2) >= T" in note for note in data["input_notes"])
 
 
+@pytest.mark.parametrize("name", ["blocks_of_layers", "blocks_of_layers_exact"])
+def test_a_list_of_lists_runs_every_inner_list(capsys, name):
+    """Funnel's encoder is a list of blocks, each a list of layers its loop iterates. The later blocks were left out
+    of the symbolic run as repeats of the first, and a list is never called, so its layers ran on the meta device
+    (a device mismatch); the probes' stand-in for a later block could not be iterated ("'_SameAsFirst' object is
+    not iterable" on every page). Every layer now runs, and every component checks."""
+    data, err = _describe(capsys, name)
+    assert data["forward_failure"] is None and "failed" not in err and "SameAsFirst" not in json.dumps(data)
+    assert all(c["verification"]["verified"] for c in data["components"]
+               if c["class"] != "torch.nn.modules.container.ModuleList")
+    layer = next(c for c in data["components"] if c["class"] == "torch.nn.modules.linear.Linear")
+    assert layer["instances"] == 3 and [d.get("symbol", d) for d in layer["outputs"][0]["shape"][:2]] == ["B", "T"]
+
+
 def test_a_branch_that_holds_at_every_size_is_not_said(capsys):
     """Padded to a multiple of 4, then asked whether it is one: the condition is true at every size. It was said as
     "the code took a branch that holds where True (...), at : ...", on stderr and on the page."""

@@ -15,6 +15,12 @@ from atlas.trace.structures import Call, Ref, Size
 _PLAIN = (bool, int, float, str, type(None))
 
 
+def called(entry: nn.Module) -> bool:
+    """Whether a list entry is called: it has a forward of its own. The inner lists of a list of lists are iterated
+    by their parent's code, never called, so nothing can stand in for one (Funnel's blocks of layers)."""
+    return type(entry).forward is not nn.Module.forward
+
+
 def settings(module: nn.Module) -> dict[str, object]:
     """{relative path.attribute: value} of every plain public attribute of the module and the modules below it."""
     out = {}

@@ -333,6 +333,8 @@ def _later_entries(model: nn.Module, repeats) -> list[tuple[nn.Module, nn.Module
         if len(paths) < 2:
             continue
         entries = [model.get_submodule(p) for p in paths]
+        if not all(kinds.called(e) for e in entries):
+            continue
         firsts: dict = {}
         for module, kind in zip(entries, kinds.kinds(entries)):
             first = firsts.setdefault(kind, module)
