@@ -57,7 +57,8 @@ def _distinct(traits) -> tuple[Trait, ...]:
 def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) -> list[tuple[list[Component], int]]:
     """The lists of blocks, outermost only: (their entries' components, how many entries). An entry listed apart
     (model.layers.0) and the repeated rest (model.layers.1-3) are one list of four. A list whose entries the
-    forward runs side by side (experts, each on its own tokens) is no stack of layers: `side_by_side` lists those."""
+    forward runs side by side (experts, each on its own tokens) is no stack of layers: `side_by_side` lists those
+    whose entries read rows of one tensor (atlas.architecture._routed)."""
     lists: dict[str, list[Component]] = {}
     inside: list[Component] = []
     for comp in doc.components[1:]:
@@ -69,7 +70,8 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
     out = []
     for parent, members in lists.items():
         entries = {p for m in members for p in m.module_paths if p.rpartition(".")[0] == parent}
-        if len(entries) >= 2 and _side_by_side(root, parent) == side_by_side:
+        if len(entries) >= 2 and _side_by_side(root, parent) == side_by_side and \
+                (not side_by_side or _routed(root, parent)):
             out.append((members, len(entries)))
     return out
 
@@ -86,6 +88,23 @@ def _side_by_side(root: Call | None, parent: str) -> bool:
         return False
     first = {id(r.value) for r in _refs(calls[0].out)}
     return not any(id(v) in first for v, _ in upstream([r.value for r in _refs((calls[1].args, calls[1].kwargs))], 6))
+
+
+def _routed(root: Call | None, parent: str) -> bool:
+    """Whether the list's first two entries read rows of one tensor, a few ops back (experts, each on the tokens
+    routed to it), and neither reads what the other's input was computed from: not tensors of their own, one made
+    from the other (Segformer's projections, one per stage of the encoder)."""
+    calls: dict[int, Call] = {}
+    for call in (root.calls() if root is not None else ()):
+        owner, _, index = call.path.rpartition(".")
+        if owner == parent and index.isdigit():
+            calls.setdefault(int(index), call)
+    if 0 not in calls or 1 not in calls:
+        return False
+    given = [{id(r.value) for r in _refs((calls[i].args, calls[i].kwargs))} for i in (0, 1)]
+    read = [{id(v) for v, _ in upstream([r.value for r in _refs((calls[i].args, calls[i].kwargs))], 3)}
+            for i in (0, 1)]
+    return bool(read[0] & read[1]) and not (given[0] & read[1]) and not (given[1] & read[0])
 
 
 def _stacks(doc: ModelDoc, root: Call | None = None) -> list[Component]:
@@ -143,10 +162,10 @@ def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait
     dims, experts = [], []
     for comp in _outside_attention(doc, stack):
         for row in comp.rows:
-            if len(row.shape) == 3 and width in row.shape[1:]:
+            if len(row.shape) == 3 and width in row.shape[1:] and min(row.shape) > 1:   # a matrix per expert
                 experts.append(Trait(row.shape[0], comp.id))
-            matrix = row.shape[-2:] if len(row.shape) in (2, 3) else ()
-            if width in matrix:
+            matrix = row.shape[-2:] if len(row.shape) in (2, 3) and min(row.shape) > 1 else ()
+            if width in matrix:                 # a matrix, not a per-channel vector kept as [1, 1, width]
                 other = [d for d in matrix if d != width]
                 if other:
                     dims.append((other[0], comp.id))

@@ -165,6 +165,14 @@ def test_a_list_of_experts_is_no_stack_of_layers():
     assert a.layers == () and [(t.value, t.component) for t in a.experts] == [(4, "experts")]
 
 
+def test_per_channel_weights_and_per_stage_heads_are_no_experts():
+    """RWKV keeps per-channel mixing weights as [1, 1, d]: the catalog read one expert and an FFN width of 1.
+    Segformer's decode head runs one projection per encoder stage, side by side: it read them as experts."""
+    a = _doc("tests/fixtures/models.py:per_stage_heads").architecture
+    assert a.experts == () and [(t.value, t.component) for t in a.ffn] == [(32, "blocks.feed_forward.up")]
+    assert values(a.layers) == [2]
+
+
 def test_only_the_experts_width_reads_as_so_many_experts():
     """DeepSeek-V3's first layer is one dense MLP of 128 beside 8 experts of 32 in the others: the cell read
     "8 × 128, 8 × 32", every width taken for the experts'."""
