@@ -72,14 +72,18 @@ def check_sizes(probes: list[dict[str, int]], limits: dict | None = None) -> lis
         value = 3 * column[-1] - 2 * column[0] + 1
         return value if high is None or value <= high else column[-2] + 1
 
-    def near(sym: str) -> int:
-        column, value = columns[sym], columns[sym][0] + 1
+    def next_to(sym: str, step: int) -> int:
+        column, value = columns[sym], columns[sym][0] + step
         while value in column and value < column[-1]:
             value += 1
         return value
     names = list(columns)
     parity = [[s for i, s in enumerate(names) if i % 2 == k] for k in (0, 1)]
-    return [{s: far(s) if s in group else near(s) for s in names} for group in parity if group]
+    # and every symbol two and three above its smallest probe: with the smallest and the one above it, four sizes
+    # in a row, so a rounding to a multiple of 4 is told from one to 2 (ceiling(T/2) + 1 is 2*ceiling(T/4) at
+    # T = 17, 18, 21, 25, 30 and 57, not at 19 or 20)
+    return [{s: far(s) if s in group else next_to(s, 1) for s in names} for group in parity if group] + \
+        [{s: next_to(s, step) for s in names} for step in (2, 3)]
 
 
 MAX_DENOMINATOR = 8
@@ -217,8 +221,20 @@ def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int
     """(how plain it is, floor((mono + m) / q) or its ceiling) fitting every probe, and each (mono's value, size)
     of `checks`: a stride q (a pool, a conv, a padded split) up to a CNN's 32 (64 at most). Where several fit four
     probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest stride wins (strides multiply small numbers:
-    32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and between the symbols."""
+    32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and between the symbols. Or a small multiple of one
+    (2*ceiling(T/4)), where no rounding itself fits."""
     if values[-1] <= values[0] or xs[-1] <= xs[0]:
+        return None
+    for k in (1, 2, 3, 4):      # a multiple of a rounding: 2*ceiling(T/4), a pool's length times its two halves
+        if all(v % k == 0 for v in values) and all(v % k == 0 for _, v in checks):
+            found = _strided_once(mono, xs, [v // k for v in values], [(x, v // k) for x, v in checks])
+            if found is not None:
+                return (k, *found[0]), k * found[1]
+    return None
+
+
+def _strided_once(mono, xs: list[int], values: list[int], checks: list[tuple[int, int]]):
+    if values[-1] <= values[0]:
         return None
     best = None
     points = list(zip(xs, values)) + list(checks)

@@ -36,13 +36,29 @@ def test_fits_must_hold_at_the_checking_probes():
     values = [conv(p["B"], p["T"]) for p in probes]
     assert shapes.fit(values, probes, VOCAB).symbol == "ceiling(B/2) + 9"         # four probes alone: the batch
     checks = shapes.check_sizes(probes)
-    assert len(checks) == 2 and all(c["T"] not in (60, 64, 68, 73) for c in checks)
+    assert len(checks) == 4 and all(c["T"] not in (60, 64, 68, 73) for c in checks)
     assert {c["T"] > 73 for c in checks} == {True, False} and {c["B"] > 8 for c in checks} == {True, False}
     fitted = shapes.fit(values, probes, VOCAB, [(c, conv(c["B"], c["T"])) for c in checks])
     assert fitted.symbol == "floor(T/5) - 1"
     twice = lambda B, T: conv(B, conv(B, T))                                        # noqa: E731
     assert shapes.fit([twice(p["B"], p["T"]) for p in probes], probes, VOCAB,
                       [(c, twice(c["B"], c["T"])) for c in checks]).symbol == "?"
+
+
+def test_a_rounding_to_a_multiple_of_four_is_told_from_one_to_two():
+    """Funnel pools twice, then keeps an even number of positions: 2*ceiling(T/4). Its probes, moved up to the
+    17 positions the code needs, were T = 17, 21, 25, 30, and the checks 18 and 57, at all of which
+    ceiling(T/2) + 1 gives the same sizes; it was written on the page, and is wrong at T = 16. The checks now take
+    four sizes in a row, which tell them apart, and the multiple of a rounding is fitted."""
+    probes = shapes.probe_sizes(["B", "T"], {"T": (17, None)})
+    assert [p["T"] for p in probes] == [17, 21, 25, 30]
+    pooled = lambda B, T: 2 * -(-T // 4)                                            # noqa: E731
+    checks = [(c, pooled(c["B"], c["T"])) for c in shapes.check_sizes(probes, {"T": (17, None)})]
+    assert {c["T"] for c, _ in checks} >= {18, 19, 20}
+    assert shapes.fit([pooled(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol == "2*ceiling(T/4)"
+    once = lambda B, T: -(-T // 2) + 1                                              # noqa: E731
+    assert shapes.fit([once(p["B"], p["T"]) for p in probes], probes, VOCAB,
+                      [(c, once(c["B"], c["T"])) for c, _ in checks]).symbol == "ceiling(T/2) + 1"
 
 
 def test_a_height_is_not_fitted_to_the_width(capsys):
@@ -207,7 +223,7 @@ def test_probes_tell_height_from_width_and_find_a_cnns_stride():
 
 
 def _strided_by_search(mono, xs, values, checks=()):
-    """The stride fit by trying every shift in the window: what shapes._strided must agree with."""
+    """The stride fit by trying every shift in the window: what shapes._strided_once must agree with."""
     best = None
     for q in range(2, 65):
         centre = values[0] * q - xs[0]
@@ -235,7 +251,7 @@ def test_stride_shifts_from_intervals_equal_the_search():
         check = rng.randint(5, 600)
         if values[-1] <= values[0]:
             continue
-        got = shapes._strided(T, xs, values, [(check, size(check))])
+        got = shapes._strided_once(T, xs, values, [(check, size(check))])
         assert got == _strided_by_search(T, xs, values, [(check, size(check))]), (q, m, ceiling, xs, values)
         fitted += got is not None
     assert fitted > 25
