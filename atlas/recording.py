@@ -359,7 +359,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, trace, vocab),
                          dims=dim_names)
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes,
-                       _root_failure(shaped, None), _apart(model, trace, repeats))
+                       _root_failure(shaped, None), _apart(model, trace, repeats, doc))
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
         limits = _limits(disc, bounds, symbols, trace.hints if trace is not None else None)
@@ -374,8 +374,9 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                              "at several sizes and the equations are written, and checked, at %(sizes)s",
                              error=first_error or why or "?",
                              sizes=", ".join(f"{s} = {v}" for s, v in probe.items())))
+        apart = _shared_otherwise(model, concrete, doc) if concrete is not None and concrete.root is not None else {}
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes), dims=dim_names), concrete, notes,
-                       failure)
+                       failure, apart)
     comps = []
     for comp in doc.components:
         module = model.get_submodule(comp.module_paths[0])
@@ -386,13 +387,15 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
             shapes = _own_record(model, module, comp, trace, vocab)
         comps.append(replace(comp, shapes=shapes))
     doc = replace(doc, components=tuple(comps), dims=dim_names, inputs=texts, input_notes=tuple(notes))
-    return Outcome(doc, trace, notes, None, _apart(model, trace, repeats))
+    return Outcome(doc, trace, notes, None, _apart(model, trace, repeats, doc))
 
 
-def _apart(model: nn.Module, trace, repeats: list[list[str]]) -> dict[str, str]:
+def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> dict[str, str]:
     """{module path: kind} for the entries of each group of alike list entries whose kinds (atlas.trace.kinds)
-    computed differently in the run: kinds that computed the same share a label, and stay one component."""
-    out = {}
+    computed differently in the run: kinds that computed the same share a label, and stay one component. And for
+    the instances of a component called with one tensor passed to other parameters than at its first instance
+    (_shared_otherwise)."""
+    out = _shared_otherwise(model, trace, doc)
     for paths in repeats:
         keys = kinds.kinds([model.get_submodule(p) for p in paths])
         firsts: dict = {}
@@ -407,6 +410,26 @@ def _apart(model: nn.Module, trace, repeats: list[list[str]]) -> dict[str, str]:
         label = {key: labels.setdefault(kinds.computation(call), str(len(labels))) for key, call in done.items()}
         if len(labels) > 1:
             out.update((path, label[key]) for path, key in zip(paths, keys))
+    return out
+
+
+def _shared_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
+    """{module path: label} for the instances of each component, where some were called with one tensor passed to
+    other parameters than others were: Funnel's first layer gets one tensor as query, key and value, the later
+    ones a pooled query beside the keys. The equations read from the first call would use the query where the
+    later layers' code uses the key: each way of calling it is a component of its own."""
+    out = {}
+    for comp in doc.components:
+        if comp.instances < 2:
+            continue
+        calls = [trace_shapes.first_call_of(trace, model, p) for p in comp.module_paths]
+        patterns = [kinds.shared_arguments(c) if c is not None else None for c in calls]
+        seen = [p for p in patterns if p is not None]
+        if len(set(seen)) < 2:
+            continue
+        labels = {pattern: f"shared {i}" for i, pattern in enumerate(dict.fromkeys(seen))}
+        out.update((path, labels[pattern if pattern is not None else seen[0]])
+                   for path, pattern in zip(comp.module_paths, patterns))
     return out
 
 

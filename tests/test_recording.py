@@ -374,6 +374,20 @@ def test_a_list_of_lists_runs_every_inner_list(capsys, name):
     assert layer["instances"] == 3 and [d.get("symbol", d) for d in layer["outputs"][0]["shape"][:2]] == ["B", "T"]
 
 
+def test_layers_called_with_one_tensor_for_two_inputs_are_apart_from_the_others(capsys):
+    """The first layer gets one tensor as query and key, the later two a memory of the same shape as key. They
+    were one component, the later calls skipped as the first's repeats, and its equations, read from the first
+    call, used the query for the key: verified, and wrong for two of the three layers. Each way of calling it is now
+    a component of its own, and both check."""
+    data, err = _describe(capsys, "self_then_cross")
+    layers = [c for c in data["components"] if c["class"].endswith("QueryTimesKey")]
+    assert [(c["module_paths"], c["verification"]["verified"]) for c in layers] == \
+        [(["layers.0"], True), (["layers.1", "layers.2"], True)]
+    reads = [{ref for line in c["equations"]["steps"] for ref in ("in.query", "in.key") if ref in line["markup"]}
+             for c in layers]
+    assert reads == [{"in.query"}, {"in.query", "in.key"}]
+
+
 def test_a_branch_that_holds_at_every_size_is_not_said(capsys):
     """Padded to a multiple of 4, then asked whether it is one: the condition is true at every size. It was said as
     "the code took a branch that holds where True (...), at : ...", on stderr and on the page."""

@@ -8,6 +8,8 @@ what they computed; kinds that computed differently are documented as components
 
 from __future__ import annotations
 
+import inspect
+
 from torch import nn
 
 from atlas.trace.structures import Call, Ref, Size
@@ -58,6 +60,19 @@ def computation(call: Call) -> tuple:
         else:
             out.append((ev.name, _constant(ev.args), _constant(ev.kwargs), _constant(ev.out)))
     return tuple(out)
+
+
+def shared_arguments(call: Call) -> frozenset:
+    """The groups of forward() parameters a call passed one tensor to (self-attention's query, key and value)."""
+    try:
+        bound = inspect.signature(call.module.forward).bind(*call.args, **call.kwargs)
+    except TypeError:
+        return frozenset()
+    by_value: dict = {}
+    for name, value in bound.arguments.items():
+        if isinstance(value, Ref):
+            by_value.setdefault(id(value.value), []).append(name)
+    return frozenset(frozenset(names) for names in by_value.values() if len(names) > 1)
 
 
 def _constant(x):
