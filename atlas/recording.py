@@ -423,7 +423,7 @@ def _shared_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
         if comp.instances < 2:
             continue
         calls = [trace_shapes.first_call_of(trace, model, p) for p in comp.module_paths]
-        patterns = [kinds.shared_arguments(c) if c is not None else None for c in calls]
+        patterns = [kinds.shared(c.args, c.kwargs) if c is not None else None for c in calls]
         seen = [p for p in patterns if p is not None]
         if len(set(seen)) < 2:
             continue

@@ -8,11 +8,10 @@ what they computed; kinds that computed differently are documented as components
 
 from __future__ import annotations
 
-import inspect
-
+import torch
 from torch import nn
 
-from atlas.trace.structures import Call, Ref, Size
+from atlas.trace.structures import Call, Ref, Size, Value
 
 _PLAIN = (bool, int, float, str, type(None))
 
@@ -62,17 +61,15 @@ def computation(call: Call) -> tuple:
     return tuple(out)
 
 
-def shared_arguments(call: Call) -> frozenset:
-    """The groups of forward() parameters a call passed one tensor to (self-attention's query, key and value)."""
-    try:
-        bound = inspect.signature(call.module.forward).bind(*call.args, **call.kwargs)
-    except TypeError:
-        return frozenset()
-    by_value: dict = {}
-    for name, value in bound.arguments.items():
-        if isinstance(value, Ref):
-            by_value.setdefault(id(value.value), []).append(name)
-    return frozenset(frozenset(names) for names in by_value.values() if len(names) > 1)
+def shared(args, kwargs) -> frozenset:
+    """The groups of argument places (positions, keywords) a call passes one tensor to: self-attention's query, key
+    and value. The arguments as recorded (Refs) or as passed (tensors)."""
+    by_object: dict = {}
+    for place, x in [*enumerate(args), *kwargs.items()]:
+        x = x.value if isinstance(x, Ref) else x
+        if isinstance(x, (torch.Tensor, Value)):
+            by_object.setdefault(id(x), []).append(place)
+    return frozenset(frozenset(places) for places in by_object.values() if len(places) > 1)
 
 
 def _constant(x):

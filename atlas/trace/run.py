@@ -22,7 +22,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from atlas.errors import where
 from atlas.trace import kinds
 from atlas.trace.record import Recorder
-from atlas.trace.structures import Call, Guard, Ref, Trace, Value
+from atlas.trace.structures import Call, Guard, Ref, Trace
 from atlas.trace.symbolic import SymbolicInputs, quiet, release
 
 log = logging.getLogger("atlas")
@@ -430,23 +430,13 @@ def _signature(x, size):
 def _same_inputs(rec: Recorder, seen: Call, args, kwargs) -> bool:
     rec.paused += 1
     try:
+        # and one tensor passed to the same places: an entry's code may read either of two places that hold one
         return _signature((seen.args, seen.kwargs), rec.to_size) == _signature((tuple(args), dict(kwargs)), rec.to_size) \
-            and _aliasing(seen.args, seen.kwargs) == _aliasing(args, kwargs)
+            and kinds.shared(seen.args, seen.kwargs) == kinds.shared(args, kwargs)
     except Exception:  # sizes that cannot be compared without a guard: run the entry
         return False
     finally:
         rec.paused -= 1
-
-
-def _aliasing(args, kwargs) -> frozenset:
-    """The groups of argument places holding one tensor (self-attention's query, key and value): an entry called
-    with one tensor where the first had two runs, since its code may read either (atlas.recording)."""
-    by_object: dict = {}
-    for place, x in [*enumerate(args), *kwargs.items()]:
-        x = x.value if isinstance(x, Ref) else x
-        if isinstance(x, (torch.Tensor, Value)):
-            by_object.setdefault(id(x), []).append(place)
-    return frozenset(frozenset(places) for places in by_object.values() if len(places) > 1)
 
 
 def _like(out):
