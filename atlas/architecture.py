@@ -79,26 +79,28 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
 def _side_by_side(root: Call | None, parent: str) -> bool:
     """Whether the forward ran the list's second entry on something other than the first one's result: experts
     (each on the rows routed to it), not layers (each on the one before)."""
-    calls: dict[int, Call] = {}
-    for call in (root.calls() if root is not None else ()):
-        owner, _, index = call.path.rpartition(".")
-        if owner == parent and index.isdigit():
-            calls.setdefault(int(index), call)
+    calls = _entry_calls(root, parent)
     if 0 not in calls or 1 not in calls:
         return False
     first = {id(r.value) for r in _refs(calls[0].out)}
     return not any(id(v) in first for v, _ in upstream([r.value for r in _refs((calls[1].args, calls[1].kwargs))], 6))
 
 
-def _routed(root: Call | None, parent: str) -> bool:
-    """Whether the list's first two entries read rows of one tensor, a few ops back (experts, each on the tokens
-    routed to it), and neither reads what the other's input was computed from: not tensors of their own, one made
-    from the other (Segformer's projections, one per stage of the encoder)."""
+def _entry_calls(root: Call | None, parent: str) -> dict[int, Call]:
+    """{entry index: its first call} of the list at `parent`."""
     calls: dict[int, Call] = {}
     for call in (root.calls() if root is not None else ()):
         owner, _, index = call.path.rpartition(".")
         if owner == parent and index.isdigit():
             calls.setdefault(int(index), call)
+    return calls
+
+
+def _routed(root: Call | None, parent: str) -> bool:
+    """Whether the list's first two entries read rows of one tensor, a few ops back (experts, each on the tokens
+    routed to it), and neither reads what the other's input was computed from: not tensors of their own, one made
+    from the other (Segformer's projections, one per stage of the encoder)."""
+    calls = _entry_calls(root, parent)
     if 0 not in calls or 1 not in calls:
         return False
     given = [{id(r.value) for r in _refs((calls[i].args, calls[i].kwargs))} for i in (0, 1)]
