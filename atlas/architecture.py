@@ -16,7 +16,8 @@ from, so a catalog cell links to the page that shows it.
   e^{iθ}, as complex numbers); learned or fixed (frozen) where a table is indexed by positions or added to the
   stream.
 - Activations: the nonlinearities of the blocks outside attention; "gated" where the result multiplies another
-  projection (SwiGLU), not a scale made from that result (squeeze-and-excitation); Swish where a sigmoid's result multiplies the tensor it was computed from (x·σ(βx)).
+  projection (SwiGLU), not a scale made from that result (squeeze-and-excitation); Swish where a sigmoid's result
+  multiplies the tensor it was computed from (x·σ(βx)).
 """
 
 from __future__ import annotations
