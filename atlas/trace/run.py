@@ -431,7 +431,8 @@ def _same_inputs(rec: Recorder, seen: Call, args, kwargs) -> bool:
     rec.paused += 1
     try:
         # and one tensor passed to the same places: an entry's code may read either of two places that hold one
-        return _signature((seen.args, seen.kwargs), rec.to_size) == _signature((tuple(args), dict(kwargs)), rec.to_size) \
+        size = rec.to_size
+        return _signature((seen.args, seen.kwargs), size) == _signature((tuple(args), dict(kwargs)), size) \
             and kinds.shared(seen.args, seen.kwargs) == kinds.shared(args, kwargs)
     except Exception:  # sizes that cannot be compared without a guard: run the entry
         return False
