@@ -27,6 +27,7 @@ from atlas.model import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.trace import kinds
 from atlas.trace import run as trace_run
 from atlas.trace import shapes as trace_shapes
+from atlas.trace import structures as trace_structures
 
 log = logging.getLogger("atlas")
 HINTS = (2, 6, 5, 7, 9)             # the symbolic run's sizes for declared inputs: distinct, never 0 or 1
@@ -374,7 +375,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                              "at several sizes and the equations are written, and checked, at %(sizes)s",
                              error=first_error or why or "?",
                              sizes=", ".join(f"{s} = {v}" for s, v in probe.items())))
-        apart = _shared_otherwise(model, concrete, doc) if concrete is not None and concrete.root is not None else {}
+        apart = _called_otherwise(model, concrete, doc) if concrete is not None and concrete.root is not None else {}
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes), dims=dim_names), concrete, notes,
                        failure, apart)
     comps = []
@@ -393,9 +394,8 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
 def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> dict[str, str]:
     """{module path: kind} for the entries of each group of alike list entries whose kinds (atlas.trace.kinds)
     computed differently in the run: kinds that computed the same share a label, and stay one component. And for
-    the instances of a component called with one tensor passed to other parameters than at its first instance
-    (_shared_otherwise)."""
-    out = _shared_otherwise(model, trace, doc)
+    the instances of a component called otherwise than its first instance (_called_otherwise)."""
+    out = _called_otherwise(model, trace, doc)
     for paths in repeats:
         keys = kinds.kinds([model.get_submodule(p) for p in paths])
         firsts: dict = {}
@@ -413,17 +413,20 @@ def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> 
     return out
 
 
-def _shared_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
-    """{module path: label} for the instances of each component, where some were called with one tensor passed to
-    other parameters than others were: Funnel's first layer gets one tensor as query, key and value, the later
-    ones a pooled query beside the keys. The equations read from the first call would use the query where the
-    later layers' code uses the key: each way of calling it is a component of its own."""
+def _called_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
+    """{module path: label} for the instances of each component, where some were called otherwise than others
+    were: with one tensor passed to other parameters, or with inputs of other sizes. Funnel's first layer gets one
+    tensor as query, key and value, the later ones a pooled query beside the keys, the third block's at a quarter
+    of the positions. The equations and shapes read from the first call would use the query where the later
+    layers' code uses the key, at the first one's sizes: each way of calling it is a component of its own. Sizes a
+    count in the data decides (the tokens routed to each expert) are one way."""
     out = {}
     for comp in doc.components:
         if comp.instances < 2:
             continue
         calls = [trace_shapes.first_call_of(trace, model, p) for p in comp.module_paths]
-        patterns = [kinds.shared(c.args, c.kwargs) if c is not None else None for c in calls]
+        patterns = [(kinds.shared(c.args, c.kwargs), _input_sizes(c, trace.hints)) if c is not None else None
+                    for c in calls]
         seen = [p for p in patterns if p is not None]
         if len(set(seen)) < 2:
             continue
@@ -431,6 +434,18 @@ def _shared_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
         out.update((path, labels[pattern if pattern is not None else seen[0]])
                    for path, pattern in zip(comp.module_paths, patterns))
     return out
+
+
+def _input_sizes(call, hints: dict) -> tuple:
+    """A call's tensor inputs' sizes at the sizes the record was made at (a size written T in one call and 17 in
+    a later one, once the code needed T's value, is one size); every data-decided count (u0, u1) alike."""
+    def at(size):
+        symbols = getattr(size, "free_symbols", set())
+        if any(str(s) not in hints for s in symbols):
+            return "u"
+        return int(size.subs({s: hints[str(s)] for s in symbols})) if symbols else int(size)
+    return tuple(tuple(at(s) for s in r.value.shape)
+                 for r in trace_structures.refs((call.args, call.kwargs)) if r.value.shape is not None)
 
 
 def _root_failure(shaped: ModelDoc, error):

@@ -388,6 +388,17 @@ def test_layers_called_with_one_tensor_for_two_inputs_are_apart_from_the_others(
     assert reads == [{"in.query"}, {"in.query", "in.key"}]
 
 
+def test_layers_called_at_other_lengths_are_apart(capsys):
+    """Alike layers, the positions halved before the second and the third: one component, whose page gave every
+    layer the first one's length T. Each length is now a component of its own, with its shapes, and checks."""
+    data, err = _describe(capsys, "pooled_between_layers")
+    import sympy
+    layers = [c for c in data["components"] if c["class"] == "torch.nn.modules.linear.Linear"]
+    at_9 = [int(sympy.sympify(c["outputs"][0]["shape"][1]["symbol"]).subs("T", 9)) for c in layers]
+    assert [(c["module_paths"], c["verification"]["verified"]) for c in layers] == \
+        [(["layers.0"], True), (["layers.1"], True), (["layers.2"], True)] and at_9 == [9, 5, 3]
+
+
 def test_a_branch_that_holds_at_every_size_is_not_said(capsys):
     """Padded to a multiple of 4, then asked whether it is one: the condition is true at every size. It was said as
     "the code took a branch that holds where True (...), at : ...", on stderr and on the page."""
