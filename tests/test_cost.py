@@ -357,22 +357,19 @@ def test_what_weights_alone_make_is_no_activation():
 
 
 def test_instances_at_sizes_of_their_own_are_summed_not_multiplied():
-    """Two identical strided convs are one component of two instances, the second on half the frames (Hubert's
-    feature extractor): "Across its 2 instances" doubled the first one's count, and the model page's table gave
-    the children more FLOPs than their parent. Given as [B, 1, T], the stack also ran at the default T = 17, too
-    short for its strides; it now starts where discovery says the convs fit."""
-    from atlas.render import render
+    """Two identical strided convs, the second on half the frames (Hubert's feature extractor): one component of two
+    instances, "Across its 2 instances" doubled the first one's count, and the model page's table gave the children
+    more FLOPs than their parent. Each is now a component of its own, with its own length and its own count, and
+    the model's is their sum. Given as [B, 1, T], the stack also ran at the default T = 17, too short for its
+    strides; it now starts where discovery says the convs fit."""
     loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:strided_stack")
     doc = pipeline.document(loaded, pipeline.Settings())
     assert doc.root.shapes.status.value == "derived" and all(c.equations.verification.verified for c in doc.components)
-    pair = doc.component("1-2")
     tf = sympy.Symbol("T", positive=True, integer=True)
-    first, both = (sympy.sympify(e, locals={"B": B, "T": tf}) for e in (pair.cost.flops, pair.cost.flops_all))
-    assert sympy.expand(both - first - 96 * B * (sympy.floor(tf / 20) - 1)) == 0     # the second: 4·4·3·2 a frame
-    assert sympy.expand(sympy.sympify(doc.root.cost.flops, locals={"B": B, "T": tf})
-                        - sympy.sympify(doc.component("0").cost.flops, locals={"B": B, "T": tf}) - both) == 0
-    page = render(doc)[f"{doc.slug}/1-2.md"]
-    assert "F is the first one's. All 2 together:" in page
+    flops = {c.id: sympy.sympify(c.cost.flops, locals={"B": B, "T": tf}) for c in doc.components}
+    assert [c.instances for c in doc.components] == [1, 1, 1, 1] and sorted(flops) == ["", "0", "1", "2"]
+    assert sympy.expand(flops["2"] - 96 * B * (sympy.floor(tf / 20) - 1)) == 0     # the third: 4·4·3·2 a frame
+    assert sympy.expand(flops[""] - flops["0"] - flops["1"] - flops["2"]) == 0
 
 
 def test_an_image_model_has_no_per_token_figures():
