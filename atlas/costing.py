@@ -143,8 +143,8 @@ def _origins(trace, names: list[str]) -> list[str]:
 
 def cache_per_token(trace, doc: ModelDoc):
     """The bytes the state the forward hands back (a KV cache) grows by per position, for one sequence: its
-    derivative in T at B = 1, each module's part times its component's instances (a skipped list entry wrote
-    nothing; another entry that ran is counted by its first's). 0 where the forward hands back none (an encoder,
+    derivative in T at B = 1 (divided by B where the record pinned it), each module's part times its component's
+    instances (a skipped list entry wrote nothing; another entry that ran is counted by its first's). 0 where the forward hands back none (an encoder,
     a model with no cache in its code) or where it does not grow with T (a recurrent state)."""
     state, t = getattr(trace, "returned_state", None) or {}, trace.symbols.get("T")
     if t is None:
@@ -158,6 +158,8 @@ def cache_per_token(trace, doc: ModelDoc):
         if comp is not None and path != comp.module_paths[0]:
             continue
         total += sympy.diff(sympy.expand(size), t) * (comp.instances if comp is not None else 1)
+    if "B" in (trace.specialized or ()) and trace.hints.get("B"):
+        return total / trace.hints["B"]         # a record at the batch the code needed: all its sequences' cache
     b = trace.symbols.get("B")
     return total.subs(b, 1) if b is not None else total
 

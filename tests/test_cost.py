@@ -372,6 +372,14 @@ def test_instances_at_sizes_of_their_own_are_summed_not_multiplied():
     assert sympy.expand(flops[""] - flops["0"] - flops["1"] - flops["2"]) == 0
 
 
+def test_the_cache_per_token_is_one_sequences_where_the_record_pinned_the_batch():
+    """The code loops over the batch in Python, so the record is made at B = 2: the cache's growth per token was
+    both sequences' (64 bytes; Reformer's read three times its own). It is one sequence's: 2 × 4 float32."""
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:batch_loop_with_cache"),
+                            pipeline.Settings(verify=False))
+    assert dict(doc.cost_summary.pinned) == {"B": 2} and doc.cost_summary.kv_cache_bytes_per_token == 32
+
+
 def test_an_image_model_has_no_per_token_figures():
     """A CNN with a padding layer its forward never calls: that layer is probed on made-up [B, T] inputs, and the
     T it brought made the model page and the catalog give FLOPs "per token" (per 1,024 of nothing)."""
