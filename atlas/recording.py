@@ -424,7 +424,8 @@ def _called_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
     for comp in doc.components:
         if comp.instances < 2:
             continue
-        calls = [trace_shapes.first_call_of(trace, model, p) for p in comp.module_paths]
+        calls = [trace_shapes.first_call_of(trace, model, p) if p not in trace.extra else None   # not its own call
+                 for p in comp.module_paths]
         patterns = [(kinds.shared(c.args, c.kwargs), _input_sizes(c, trace.hints)) if c is not None else None
                     for c in calls]
         seen = [p for p in patterns if p is not None]
