@@ -303,3 +303,11 @@ def test_a_sum_over_every_axis_counts_every_element():
     e = doc.root.equations
     assert e.verification.verified, e.verification.reason
     assert r"\sum_{j=1}^{4B}" in "".join(lines(doc, "")) and "{n}" not in "".join(lines(doc, ""))
+
+
+def test_a_number_numpy_computed_prints_as_a_number(capsys):
+    """`np.sqrt(32)` is a numpy float: the page printed `np.float64(5.656854249492381)` (Reformer's, eight times)."""
+    assert main(["describe", fixture_spec("numpy_scale"), "--json", "--verify"]) == 0
+    root = json.loads(capsys.readouterr().out)["components"][0]
+    tex = " ".join(line["tex"] for line in root["equations"]["steps"] + root["equations"]["summary"])
+    assert "5.656854249492381" in tex and "np." not in tex and root["verification"]["verified"]

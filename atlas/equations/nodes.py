@@ -213,7 +213,7 @@ def number_tex(x) -> str:
             return "10^{" + str(k) + "}"
     if x < 0:
         return "-" + number_tex(-x)
-    return repr(x)
+    return repr(float(x))           # a numpy float (np.sqrt(32)) prints as the number, not np.float64(...)
 
 
 class Printer:
