@@ -61,6 +61,24 @@ def test_a_rounding_to_a_multiple_of_four_is_told_from_one_to_two():
                       [(c, once(c["B"], c["T"])) for c, _ in checks]).symbol == "ceiling(T/2) + 1"
 
 
+def test_a_floor_that_is_a_ceiling_is_written_as_one(capsys):
+    """A stride-2 conv padded by 1 gives floor((H - 1)/2) + 1 rows: written floor(H/2 - 1/2) + 1 (ResNet's pages),
+    it is ceiling(H/2); one of kernel 3 unpadded, floor((H - 3)/2) + 1, stays a floor. Equal at every size."""
+    from torch.fx.experimental.symbolic_shapes import FloorDiv
+
+    from atlas.trace.symbolic import readable
+    h = sympy.Symbol("H", positive=True, integer=True)
+    assert readable(FloorDiv(h - 1, 2) + 1) == sympy.ceiling(h / 2)
+    assert readable(FloorDiv(h + 3, 4)) == sympy.ceiling(h / 4)
+    kept = readable(FloorDiv(h - 3, 2) + 1)
+    assert not kept.has(sympy.ceiling) and all(kept.subs(h, n) == (n - 3) // 2 + 1 for n in range(3, 40))
+    assert main(["describe", fixture_spec("stride_two_conv"), "--json", "--verify"]) == 0
+    import json
+    root = json.loads(capsys.readouterr().out)["components"][0]
+    assert [d["symbol"] if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == \
+        ["B", 4, "ceiling(H/2)", "ceiling(W/2)"] and root["verification"]["verified"]
+
+
 def test_a_height_is_not_fitted_to_the_width(capsys):
     """The code needs exact sizes (a loop over rows), so the shapes come from probes, in which height and width
     grow together: the pooled height was written floor(W/5). The checking probes move them apart."""

@@ -338,9 +338,43 @@ def guard_site(env, sym) -> str:
 
 
 def readable(expr):
-    """torch's size functions as plain sympy: FloorDiv -> floor(a/b), so pages and JSON read them."""
+    """torch's size functions as plain sympy: FloorDiv -> floor(a/b), so pages and JSON read them; and a floor
+    that is a ceiling, written as one (a stride-2 conv's floor(H/2 - 1/2) + 1 is ceiling(H/2))."""
     if not isinstance(expr, sympy.Basic):
         return expr
     return expr.replace(lambda e: isinstance(e, FloorDiv), lambda e: sympy.floor(e.args[0] / e.args[1])) \
                .replace(lambda e: isinstance(e, CeilDiv), lambda e: sympy.ceiling(e.args[0] / e.args[1])) \
-               .replace(lambda e: isinstance(e, (Mod, PythonMod)), lambda e: sympy.Mod(e.args[0], e.args[1]))
+               .replace(lambda e: isinstance(e, (Mod, PythonMod)), lambda e: sympy.Mod(e.args[0], e.args[1])) \
+               .replace(lambda e: _as_ceiling(e) is not None, _as_ceiling)
+
+
+def _as_ceiling(e):
+    """A floor that is a ceiling, with nothing added: floor((x + q - 1)/q), or floor((x - 1)/q) + 1 (a stride-q
+    conv's or pool's length), is ceiling(x/q) for x a sum of integers with integer coefficients. None where it is
+    not one (floor((x - 3)/2), a kernel of 3, stays as it is)."""
+    if isinstance(e, sympy.floor):
+        found = _floor_shift(e)
+        return sympy.ceiling(found[0]) if found is not None and found[1] == 0 else None
+    if not isinstance(e, sympy.Add):
+        return None
+    k, rest = e.as_coeff_Add()
+    floors = [t for t in sympy.Add.make_args(rest) if isinstance(t, sympy.floor)]
+    for f in floors:
+        found = _floor_shift(f)
+        if found is not None and k.is_Integer and k + found[1] == 0:
+            return rest - f + sympy.ceiling(found[0])
+    return None
+
+
+def _floor_shift(f):
+    """(x/q, k) for floor((x + m)/q) = ceiling(x/q) + k, where m + 1 is a multiple of q; None otherwise."""
+    shift, rest = sympy.expand(f.args[0]).as_coeff_Add()
+    if rest == 0:
+        return None
+    terms = sympy.Add.make_args(rest)
+    q = sympy.ilcm(1, *[t.as_coeff_Mul()[0].q for t in terms])
+    m = shift * q
+    if q < 2 or not m.is_Integer or (m + 1) % q != 0 or not all(
+            (t * q).as_coeff_Mul()[0].is_Integer and t.as_coeff_Mul()[1].is_integer for t in terms):
+        return None
+    return rest, (m + 1) / q - 1
