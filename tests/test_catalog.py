@@ -122,6 +122,12 @@ def test_an_activation_weighed_by_a_gate_made_from_itself_is_not_gated():
     assert [(t.value, t.component) for t in a.activations] == [("SiLU", "blocks"), ("gated sigmoid", "blocks")]
 
 
+def test_token_ids_transposed_before_the_lookup_still_give_the_vocabulary():
+    """XLNet looks up `input_ids.transpose(0, 1)`: a transpose is a layout, like a view; the vocabulary was empty."""
+    a = _doc("tests/fixtures/models.py:time_first").architecture
+    assert [(t.value, t.component) for t in a.vocabulary] == [(50, "embed")]
+
+
 def test_a_positions_table_called_with_the_token_ids_is_no_vocabulary():
     """BART's learned positions are called with input_ids (for their shape) and look up an arange: the suite's
     258-row positions table is larger than its 128-token vocabulary, and was taken for it."""
