@@ -71,16 +71,17 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
     out = []
     for parent, members in lists.items():
         entries = {p for m in members for p in m.module_paths if p.rpartition(".")[0] == parent}
-        if len(entries) >= 2 and _side_by_side(root, parent) == side_by_side and \
-                (not side_by_side or _routed(root, parent)):
+        if len(entries) < 2:
+            continue
+        calls = _entry_calls(root, parent)
+        if _side_by_side(calls) == side_by_side and (not side_by_side or _routed(calls)):
             out.append((members, len(entries)))
     return out
 
 
-def _side_by_side(root: Call | None, parent: str) -> bool:
+def _side_by_side(calls: dict[int, Call]) -> bool:
     """Whether the forward ran the list's second entry on something other than the first one's result: experts
-    (each on the rows routed to it), not layers (each on the one before)."""
-    calls = _entry_calls(root, parent)
+    (each on the rows routed to it), not layers (each on the one before). `calls`: _entry_calls of the list."""
     if 0 not in calls or 1 not in calls:
         return False
     first = {id(r.value) for r in _refs(calls[0].out)}
@@ -97,11 +98,10 @@ def _entry_calls(root: Call | None, parent: str) -> dict[int, Call]:
     return calls
 
 
-def _routed(root: Call | None, parent: str) -> bool:
+def _routed(calls: dict[int, Call]) -> bool:
     """Whether the list's first two entries read rows of one tensor, a few ops back (experts, each on the tokens
     routed to it), and neither reads what the other's input was computed from: not tensors of their own, one made
     from the other (Segformer's projections, one per stage of the encoder)."""
-    calls = _entry_calls(root, parent)
     if 0 not in calls or 1 not in calls:
         return False
     given = [{id(r.value) for r in _refs((calls[i].args, calls[i].kwargs))} for i in (0, 1)]
