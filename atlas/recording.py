@@ -420,14 +420,14 @@ def _called_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
     of the positions. The equations and shapes read from the first call would use the query where the later
     layers' code uses the key, at the first one's sizes: each way of calling it is a component of its own. Sizes a
     count in the data decides (the tokens routed to each expert) are one way."""
-    out = {}
+    out, evaluated = {}, {}
     for comp in doc.components:
         if comp.instances < 2:
             continue
         calls = [trace_shapes.first_call_of(trace, model, p) if p not in trace.extra else None   # not its own call
                  for p in comp.module_paths]
-        patterns = [(kinds.shared(c.args, c.kwargs), _input_sizes(c, trace.hints)) if c is not None else None
-                    for c in calls]
+        patterns = [(kinds.shared(c.args, c.kwargs), _input_sizes(c, trace.hints, evaluated)) if c is not None
+                    else None for c in calls]
         seen = [p for p in patterns if p is not None]
         if len(set(seen)) < 2:
             continue
@@ -437,14 +437,16 @@ def _called_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
     return out
 
 
-def _input_sizes(call, hints: dict) -> tuple:
+def _input_sizes(call, hints: dict, evaluated: dict) -> tuple:
     """A call's tensor inputs' sizes at the sizes the record was made at (a size written T in one call and 17 in
-    a later one, once the code needed T's value, is one size); every data-decided count (u0, u1) alike."""
+    a later one, once the code needed T's value, is one size); every data-decided count (u0, u1) alike.
+    `evaluated` keeps each size's value: the layers of a deep model see the same few sizes."""
     def at(size):
-        symbols = getattr(size, "free_symbols", set())
-        if any(str(s) not in hints for s in symbols):
-            return "u"
-        return int(size.subs({s: hints[str(s)] for s in symbols})) if symbols else int(size)
+        if size not in evaluated:
+            symbols = getattr(size, "free_symbols", set())
+            evaluated[size] = ("u" if any(str(s) not in hints for s in symbols) else
+                               int(size.subs({s: hints[str(s)] for s in symbols})) if symbols else int(size))
+        return evaluated[size]
     return tuple(tuple(at(s) for s in r.value.shape)
                  for r in trace_structures.refs((call.args, call.kwargs)) if r.value.shape is not None)
 
