@@ -87,8 +87,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
                 "the sizes returned by %(origins)s.", origins=tuple(_origins(trace, depends)))))
             continue
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
-                                           tuple(sorted(uncounted)), _attention_kernel(call),
-                                           _all_instances(trace, model, comp, flops, costs, held))))
+                                           tuple(sorted(uncounted)), _attention_kernel(call))))
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
     symbols = sorted({str(s) for s in (trace.symbols or {}).values()} | set(fixed or ())
@@ -101,22 +100,6 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     summary = CostSummary(reference, int(kv) if kv != 0 and kv.is_Integer else None,
                           _attention_kernel(trace.root), tuple((s, v) for s, v in pinned.items() if s in symbols))
     return replace(doc, cost=root, cost_summary=summary)
-
-
-def _all_instances(trace, model, comp, first, costs, held) -> str | None:
-    """Every instance's FLOPs together, where the instances ran at sizes of their own (Hubert's convs, each on the
-    frames the one before left); None where each costs what the first does (an entry skipped in the record ran at
-    the first one's sizes)."""
-    if comp.instances < 2 or len(comp.module_paths) != comp.instances:
-        return None
-    total = sympy.Integer(0)
-    for path in comp.module_paths:
-        call = first_call_of(trace, model, path)
-        if call is None:
-            return None
-        total += first if call.skipped else held(costs.of(call)[0])
-    total = sympy.expand(total)
-    return None if sympy.expand(total - first * comp.instances) == 0 else str(total)
 
 
 def _data_dependent(*exprs) -> list[str]:

@@ -204,8 +204,6 @@ class Cost:
     activation_bytes: str = "0"     # saved for the backward pass (see README for what is assumed)
     uncounted: tuple[str, ...] = ()     # operations whose arithmetic is not counted in `flops`
     attention: str | None = None    # how attention ran inside it ("fused", "explicit", "both"); None: it has none
-    flops_all: str | None = None    # every instance's forward together, where their sizes differ (a conv stack's
-                                    # strides shrink each one's input); None: each costs `flops`
 
 
 @dataclass(frozen=True)

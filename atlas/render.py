@@ -125,7 +125,7 @@ def cost_rows(doc: ModelDoc) -> list:
         if comp.cost is None or _depth(doc, comp) > COST_TABLE_DEPTH:
             continue
         each = at_reference(comp.cost.flops, ref)
-        total = at_reference(comp.cost.flops_all, ref) if comp.cost.flops_all else each * comp.instances
+        total = each * comp.instances
         if each > 0 and whole > 0:
             rows.append(SimpleNamespace(comp=comp, each=each, total=total, share=total / whole))
     return rows

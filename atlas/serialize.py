@@ -110,12 +110,12 @@ def cost_dict(cost):
     if cost is None:
         return None
     return {"flops": cost.flops, "flops_causal": cost.flops_causal, "activation_bytes": cost.activation_bytes,
-            "uncounted": list(cost.uncounted), "attention": cost.attention, "flops_all": cost.flops_all}
+            "uncounted": list(cost.uncounted), "attention": cost.attention}
 
 
 def cost_from(d):
     return None if d is None else Cost(d["flops"], d["flops_causal"], d["activation_bytes"], tuple(d["uncounted"]),
-                                       d.get("attention"), d.get("flops_all"))
+                                       d.get("attention"))
 
 
 def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
