@@ -22,7 +22,7 @@ from torch import nn
 
 from atlas import buffer_values
 from atlas import inputs as inputs_mod
-from atlas.trace import kinds
+from atlas.trace import direct_calls, kinds
 from atlas.errors import where
 from atlas.i18n import msg
 from atlas.model import Dim, DimNames, ModelDoc, Shapes, ShapeStatus, TensorShape
@@ -139,7 +139,7 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
     try:
         params = inspect.signature(model.forward).parameters
-        with torch.no_grad():
+        with torch.no_grad(), direct_calls.watching(model.modules(), _ignore, hook):
             if all(name in params for name in example):
                 model(**example)
             else:                                   # names are labels only: pass in declared order
@@ -148,6 +148,10 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
         for h in handles:
             h.remove()
     return records
+
+
+def _ignore(*args):
+    pass
 
 
 def example_inputs(specs: list[inputs_mod.InputSpec], sizes: dict[str, int], device: str) -> dict[str, torch.Tensor]:

@@ -510,3 +510,23 @@ def test_a_part_never_called_gets_its_own_record_where_the_shapes_come_from_prob
     assert doc.component("fc").shapes.method == "cpu"
     unused = doc.component("unused").shapes
     assert (unused.method, str(unused.reason)) == ("own", "inputs made up from its sizes"), unused
+
+
+@pytest.mark.parametrize("name", ["squeezed", "squeezed_loop"])
+def test_a_layer_whose_forward_the_code_calls_itself_is_called(capsys, name):
+    """An encoder that runs `layer.forward(x)` (SqueezeBERT's) fires none of the layer's hooks: the layers read "not
+    called by the model's forward()" while their linears ran, and the encoder's equations were its layers' ops
+    flattened. Symbolic or at several exact sizes, the layers are now calls with their own shapes, equations and
+    counts, and the encoder's equations call them."""
+    data, err = _describe(capsys, name)
+    comps = {c["id"]: c for c in data["components"]}
+    assert sorted(comps) == ["", "head", "layers", "layers.down", "layers.up"]
+    assert all(c["shapes"]["status"] == "derived" and c["verification"]["verified"] for c in comps.values())
+    layer = comps["layers"]
+    assert layer["instances"] == 3
+    assert [[d["symbol"] if isinstance(d, dict) else d for d in o["shape"]] for o in layer["outputs"]] == \
+        [["B", "T", 8]]
+    # 2·8·16 + 2·16·8 a position (the bias adds, relu and residual are no contractions), at the T the loop pinned
+    pinned = data["cost_reference"]["pinned"]
+    assert layer["cost"]["flops"] == (f"{512 * pinned['T']}*B" if name == "squeezed_loop" else "512*B*T")
+    assert ("the code needs exact values of T" in err) == (name == "squeezed_loop") and "not called" not in err

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from atlas.trace import upsample
+from atlas.trace import direct_calls, upsample
 from atlas.trace.structures import Call, OpEvent, Ref, Site, Size, Value
 from atlas.trace.structures import leaves
 from atlas.trace.structures import refs as _refs
@@ -105,6 +105,7 @@ class Recorder(TorchFunctionMode):
         self._positions: dict = {}          # code object -> its instructions' source positions
         self._handles: list = []
         self._hooked: set = set()           # ids of the modules hooked
+        self._undo: list = []               # what puts back each hooked module's forward (trace.direct_calls)
         self._deferred: set = set()         # ids of modules whose submodules are hooked only once they run
         self._previous_trace = None
         self._noted = False                 # note_weights() was called: weights found later are noted too
@@ -469,6 +470,7 @@ class Recorder(TorchFunctionMode):
             self._hooked.add(id(module))
             self._handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
             self._handles.append(module.register_forward_hook(self._post, with_kwargs=True, always_call=True))
+            self._undo.append(direct_calls.watch(module, self._pre, self._post, always=True))
             if id(module) not in self._deferred:
                 pending.extend(reversed([m for m in module.children()]))
 
@@ -488,6 +490,9 @@ class Recorder(TorchFunctionMode):
             for h in self._handles:
                 h.remove()
             self._handles.clear()
+            for restore in reversed(self._undo):
+                restore()
+            self._undo.clear()
             self._hooked.clear()
             while self.stack:                       # calls left open by an exception
                 call = self.stack.pop()
