@@ -386,10 +386,13 @@ def _repeat_wrappers(model: nn.Module, doc: ModelDoc) -> list:
 def _cpu_copy(model: nn.Module) -> nn.Module:
     """A CPU copy with made-up weights. Its buffers keep their values where the model has them (on the meta device,
     those its constructor made from Python data, atlas/buffer_values.py); elsewhere integer buffers are zeros (a buffer of position ids indexes a table: left as uninitialized
-    memory it indexes out of range), flags are set and floats small."""
+    memory it indexes out of range), flags are set and floats small. The weights come from a generator seeded
+    alike on every run (torch's global one, forked: the caller's stream goes on as it was): a router's choices,
+    and with them which experts run and on how many tokens, are the same on every run."""
     cpu = copy.deepcopy(model).to_empty(device="cpu")
     known = buffer_values.known(model)
-    with torch.no_grad():
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
         for p in cpu.parameters():
             if p.is_floating_point():
                 p.normal_(0.0, 0.02)
