@@ -59,8 +59,8 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
             # gradients on: autograd then saves, for the backward pass, what training keeps in memory (recorded by
             # the hooks); fake tensors make the whole run cost no memory either way
             hooks = rec.saving()
-            with quiet(), evaluation(model), _skipping(later, rec, opening), torch.enable_grad(), hooks, si.mode, \
-                    si.decompose, rec:
+            with quiet(), evaluation(model), _skipping(later, rec, opening), _conversions_that_change_nothing(), \
+                    torch.enable_grad(), hooks, si.mode, si.decompose, rec:
                 rec.register_inputs(inputs)
                 output = None
                 try:
@@ -342,6 +342,30 @@ def _later_entries(model: nn.Module, repeats) -> list[tuple[nn.Module, nn.Module
                 seen.add(id(module))
                 out.append((module, first))
     return out
+
+
+@contextlib.contextmanager
+def _conversions_that_change_nothing():
+    """`module.to(...)` in a forward that asks for the dtype and device its tensors have (Switch's router runs
+    `self.classifier = self.classifier.to(self.dtype)` on every call) returns the module as it is, as torch does for
+    plain tensors: torch's own conversion swaps each parameter for a new one, which fake tensors refuse ("Couldn't
+    swap Linear.weight"), and the run failed. A conversion that changes a tensor runs as torch runs it."""
+    to = nn.Module.to
+
+    def unchanged(module: nn.Module, *args, **kwargs):
+        device, dtype, _, memory_format = torch._C._nn._parse_to(*args, **kwargs)
+        tensors = [*module.parameters(), *module.buffers()]
+        if memory_format is None and all((device is None or t.device == device) and
+                                         (dtype is None or t.dtype == dtype or
+                                          not (t.is_floating_point() or t.is_complex())) for t in tensors):
+            return module
+        return to(module, *args, **kwargs)
+
+    nn.Module.to = unchanged
+    try:
+        yield
+    finally:
+        nn.Module.to = to
 
 
 @contextlib.contextmanager
