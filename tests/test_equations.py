@@ -311,3 +311,15 @@ def test_a_number_numpy_computed_prints_as_a_number(capsys):
     root = json.loads(capsys.readouterr().out)["components"][0]
     tex = " ".join(line["tex"] for line in root["equations"]["steps"] + root["equations"]["summary"])
     assert "5.656854249492381" in tex and "np." not in tex and root["verification"]["verified"]
+
+
+def test_two_branches_added_are_no_residual():
+    """DeepSeek's MoE layer: the routed experts' result plus the shared experts' result, each computed from the
+    layer's input, neither from the other; its page said "a residual connection". A residual around the layer,
+    whose branch runs the children two steps before the add, is one."""
+    doc = pipeline.document(spec.load(fixture_spec("shared_and_routed")), pipeline.Settings())
+    assert summary(doc, "")[-1] == r"{\mathrm{moe}'} = \mathrm{moe}+{{\mathrm{down}_{\mathrm{proj}}}_{\mathrm{shared}}}"
+    assert doc.root.equations.residuals == 0 and doc.root.equations.verification.verified
+    around = pipeline.document(spec.load(fixture_spec("shared_and_routed_residual")), pipeline.Settings())
+    assert summary(around, "")[-1] == r"y = x+{\mathrm{moe}'}"
+    assert around.root.equations.residuals == 1 and around.root.equations.verification.verified

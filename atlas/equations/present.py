@@ -76,28 +76,42 @@ def notations(prog: Program) -> tuple:
 
 
 def residuals(prog: Program) -> int:
-    """Own steps x' = x + f(...) where f is a section's result or a child module's."""
+    """Own steps x' = x + f(x) where f runs a section or a child module, through the steps before it, on x: the
+    branch adds back onto the value it started from. Two branches' results added (DeepSeek's routed experts plus
+    its shared experts, each on the layer's input) are no residual."""
     by_key = {s.key: s for s in prog.steps}
     count = 0
     for step in prog.steps:
         if step.section is not None or not isinstance(step.node, m.Add):
             continue
         a, b = step.node.args
-        for base, branch in ((a, b), (b, a)):
-            if not isinstance(base, Sym):
-                continue
-            if isinstance(branch, Sym) and branch.key in by_key and (
-                    by_key[branch.key].section is not None or _calls(by_key[branch.key].node)):
-                count += 1
-                break
-            if _calls(branch):
-                count += 1
-                break
+        if any(isinstance(base, Sym) and _reads(branch, base.key, by_key, set()) and _runs_a_child(branch, by_key, set())
+               for base, branch in ((a, b), (b, a))):
+            count += 1
     return count
 
 
-def _calls(node) -> bool:
-    return any(isinstance(n, (Call, Loop)) for n in node.walk())
+def _reads(node, key, by_key: dict, seen: set) -> bool:
+    """Whether `node` is computed from the value `key`, through the steps before it."""
+    for n in node.walk():
+        if isinstance(n, Sym) and n.key not in seen:
+            seen.add(n.key)
+            if n.key == key or (n.key in by_key and _reads(by_key[n.key].node, key, by_key, seen)):
+                return True
+    return False
+
+
+def _runs_a_child(node, by_key: dict, seen: set) -> bool:
+    """Whether computing `node` runs a section or a child module, through the steps before it."""
+    for n in node.walk():
+        if isinstance(n, (Call, Loop)):
+            return True
+        if isinstance(n, Sym) and n.key in by_key and n.key not in seen:
+            seen.add(n.key)
+            step = by_key[n.key]
+            if step.section is not None or _runs_a_child(step.node, by_key, seen):
+                return True
+    return False
 
 
 def normalizes(prog: Program) -> bool:
