@@ -418,6 +418,15 @@ def _pixels(name, model, config, dtype):
     c_why = (_setting(c_field, channels) if c_field else
              msgn("%(n)s channel of the first %(layer)s", "%(n)s channels of the first %(layer)s", channels,
                   layer="Conv2d"))
+    frames, f_field = _cfg(config, "num_frames")
+    if isinstance(frames, int):                 # a video model: a clip of config.num_frames images, then one image
+        c_why = _joined(msg("%(setting)s frames", setting=_setting(f_field, frames)), c_why)
+
+    def texts(*height_width) -> list[str]:
+        image = ("B", channels, *height_width)
+        return ([_text(name, dtype, ("B", frames, *image[1:]))] if isinstance(frames, int) else []) + \
+            [_text(name, dtype, image)]
+
     size, s_field = _cfg(config, "image_size")
     patch, _ = _cfg(config, "patch_size")
     if size is not None:
@@ -425,19 +434,18 @@ def _pixels(name, model, config, dtype):
         ph, pw = (patch, patch) if isinstance(patch, int) else (patch or (1, 1))
         table = _position_table(model, (h // ph) * (w // pw), first.layers[0].path if first is not None else None)
         if table is not None:
-            fixed = _text(name, dtype, ("B", channels, h, w))
             size, patch = f"{h}x{w}", f"{ph}x{pw}"
             fixed_by = msg("%(size)s fixed by %(field)s, since %(table)s has one row per %(patch)s patch",
                            size=size, field=_field(s_field), table=_code(table), patch=patch)
-            return [fixed, _text(name, dtype, ("B", channels, "H", "W"))], _joined(c_why, fixed_by), None, None, []
+            return [*texts(h, w), *texts("H", "W")], _joined(c_why, fixed_by), None, None, []
     bounds = []
     for axis, sym in enumerate(("H", "W")):
         stack = conv_limits.stack(model, 2, axis=axis, in_channels=channels)
         if stack is not None:
             bounds.append(_stack_bound(sym, stack))
-    cands = [_text(name, dtype, ("B", channels, "H", "W"))]
+    cands = texts("H", "W")
     if size is not None:                              # the configured size, should any size fail
-        cands.append(_text(name, dtype, ("B", channels, *((size, size) if isinstance(size, int) else size))))
+        cands += texts(*((size, size) if isinstance(size, int) else size))
     return (cands, _joined(c_why, msg("any height and width (no position table tied to the image size)")), None, None,
             bounds)
 

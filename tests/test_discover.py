@@ -372,6 +372,8 @@ def test_suite_covers_every_kind_with_features_on(hf_suite, build):
     ("t5", ("input_ids:int64[B,S]", "decoder_input_ids:int64[B,T]"), ("logits", ("3", "17", "128"))),
     ("vit", ("pixel_values:float32[B,3,32,32]",), ("last_hidden_state", ("3", "17", "64"))),
     ("convnext", ("pixel_values:float32[B,3,H,W]",), ("last_hidden_state", ("3", "64", "5", "7"))),
+    # a video model: config.num_frames images of 4x4 patches, one class token
+    ("timesformer", ("pixel_values:float32[B,4,3,32,32]",), ("last_hidden_state", ("3", "65", "64"))),
     ("whisper", ("input_features:float32[B,16,32]", "decoder_input_ids:int64[B,T]"), ("logits", ("3", "17", "128"))),
     ("wav2vec2", ("input_values:float32[B,T]",), ("last_hidden_state", ("3", "2", "64"))),
 ])
