@@ -328,9 +328,26 @@ def _norm_kind(call: Call) -> str | None:
         if isinstance(e, OpEvent) and _short(e.name) in ("sub", "__sub__") and \
                 any(_made_by(r.value, {"mean"}, 2) for r in _refs(e.args)):
             return "LayerNorm"
-    if any(op in ("rsqrt", "linalg_vector_norm", "norm", "sqrt") for op in ops):
+    if any(op in ("rsqrt", "linalg_vector_norm", "norm", "sqrt") for op in ops) and \
+            all(_last_axis(e) for e in call.events if isinstance(e, OpEvent) and _short(e.name) in _REDUCTIONS):
         return "RMSNorm"
     return None
+
+
+# the reductions a norm's scale comes from, and where each takes its dims
+_REDUCTIONS = {"mean": 1, "var": 1, "norm": 2, "linalg_vector_norm": 2}
+
+
+def _last_axis(e: OpEvent) -> bool:
+    """Whether a reduction is over the last axis alone, each position's features, as an RMS norm's is; ConvNeXt-V2's
+    global response norm takes a 2-norm over the height and width."""
+    refs = _refs(e.args[:1])
+    shape = refs[0].value.shape if refs else None
+    dim = e.kwargs.get("dim", e.args[_REDUCTIONS[_short(e.name)]] if len(e.args) > _REDUCTIONS[_short(e.name)] else None)
+    if shape is None or dim is None:
+        return dim is None and shape is not None and len(shape) == 1
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    return all(isinstance(d, int) for d in dims) and {d % len(shape) for d in dims} == {len(shape) - 1}
 
 
 def _norms(doc: ModelDoc, root: Call | None) -> list[Trait]:

@@ -164,6 +164,14 @@ def test_a_normalization_subclassed_in_the_models_code_is_a_norm():
     assert doc.component("blocks.norm").equations.normalizes
 
 
+def test_a_global_response_norm_is_no_rms_norm():
+    """ConvNeXt-V2's global response norm divides by a 2-norm, and the catalog called it an RMS norm: an RMS norm
+    takes its scale over each position's features, the last axis; the response norm over the height and width."""
+    doc = _doc("tests/fixtures/norms.py:two_norms")
+    assert [(t.value, t.component) for t in doc.architecture.norms] == [("RMSNorm", "rms")]
+    assert doc.component("grn").equations.normalizes and doc.component("rms").equations.normalizes
+
+
 def test_a_list_of_experts_is_no_stack_of_layers():
     """Four expert blocks in a ModuleList, each run on the rows routed to it: the catalog read 4 layers and no
     experts. A list is a stack where each entry runs on the one before's result."""
