@@ -429,3 +429,17 @@ def test_a_branch_the_runs_sizes_decided_is_taken_as_at_the_reference_sizes():
         with torch.no_grad(), FlopCounterMode(display=False) as counter:
             model(torch.randn(b, t, 8))
         assert flops.subs({"B": b, "T": t}) == counter.get_total_flops()
+
+
+def test_a_mixture_of_experts_says_the_6n_rule_overstates_it(ldlm_files):
+    """OLMoE's page set 7.48 GFLOPs a token, exact, beside 41.5 GFLOPs by the 6N rule, with no word on why: N counts
+    all 64 experts, a token runs 8. A model whose architecture has experts says so; one without does not."""
+    from atlas.render import render
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:grouped_experts_lm"),
+                            pipeline.Settings())
+    assert [(t.value, t.component) for t in doc.architecture.experts] == [(2, "blocks.experts")]
+    assert doc.root.cost.flops == "512*B*T"                  # per token: two blocks of 2·8·8, and the head's 2·8·16
+    page = render(doc)[f"{doc.slug}/index.md"]
+    said = "N counts every expert's weights, while each token runs only the experts its router picks"
+    assert said in page and "by the 6N rule with N = 528 trained parameters, 3.17 kFLOPs." in page
+    assert "by the 6N rule" in ldlm_files["ldlm/index.md"] and said not in ldlm_files["ldlm/index.md"]
