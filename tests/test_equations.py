@@ -323,3 +323,13 @@ def test_two_branches_added_are_no_residual():
     around = pipeline.document(spec.load(fixture_spec("shared_and_routed_residual")), pipeline.Settings())
     assert summary(around, "")[-1] == r"y = x+{\mathrm{moe}'}"
     assert around.root.equations.residuals == 1 and around.root.equations.verification.verified
+
+
+def test_masks_combined_read_as_logic():
+    """DeepSeek's router masks its groups with `~mask.bool()`: its page printed \\operatorname{\\_\\_invert\\_\\_}. On
+    booleans, ~, & and | are ¬, ∧ and ∨, run as torch's logical ops; the check agrees with forward()."""
+    doc = pipeline.document(spec.load(fixture_spec("masks")), pipeline.Settings())
+    assert summary(doc, "") == [r"\mathrm{keep} = \left(\neg \left(x>0.5\right) \land x<2\right) \lor x=0",
+                                r"y = \begin{cases}0 & \text{if } \neg \mathrm{keep}\\ x\,{W_{\mathrm{lin}}}+"
+                                r"{b_{\mathrm{lin}}} & \text{otherwise}\end{cases}"]
+    assert doc.root.equations.verification.verified

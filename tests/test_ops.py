@@ -61,6 +61,8 @@ CASES = {
     "Min": (m.Min(a, b), torch.minimum(A, B), r"\min"),
     "Compare": (m.Compare(a, b, op="lt"), A < B, "<"),
     "Where": (m.Where(Sym("mask"), a, b), torch.where(A > 0, A, B), "cases"),
+    "Not": (m.Not(Sym("mask")), A <= 0, r"\neg"),
+    "Logical": (m.Logical(Sym("mask"), m.Compare(a, b, op="lt"), op="or"), (A > 0) | (A < B), r"\lor"),
     # finfo(x.dtype).min of a float32 record runs as the check's dtype's own (float64 here), as forward() does
     "DtypeLimit": (m.Where(Sym("mask"), a, DtypeLimit(torch.finfo(torch.float32).min, limit="min", dtype="float32")),
                    torch.where(A > 0, A, torch.finfo(torch.float64).min), r"\operatorname{lowest}\!\left(\mathrm{float32}"),

@@ -133,6 +133,23 @@ def _compare(op: str):
     return lambda L: m.Compare(L.operand(), L.num("other"), op=op)
 
 
+def _booleans(L: Lowering, *names: str) -> bool:
+    return all(isinstance(v, Ref) and v.value.dtype == "bool" for v in (L.get(name) for name in names))
+
+
+def _not(L: Lowering):
+    """~mask and logical_not: ¬ on booleans; on integers, ~ is a bitwise not, written as the call itself."""
+    return m.Not(L.operand()) if L.name == "logical_not" or _booleans(L, "input") else L.generic()
+
+
+def _logical(op: str):
+    def lower(L: Lowering):
+        if L.name.startswith("logical_") or _booleans(L, "input", "other"):
+            return m.Logical(L.operand(), L.operand("other"), op=op)
+        return L.generic()
+    return lower
+
+
 TABLE: dict = {}
 
 
@@ -181,6 +198,9 @@ _register("__rmatmul__", _rmatmul)
 _register("addmm baddbmm", _addmm)
 _register("masked_fill masked_fill_", _masked_fill)
 _register("where", _where)
+_register("__invert__ bitwise_not logical_not", _not)
+for _op in ("and", "or", "xor"):
+    _register(f"__{_op}__ __i{_op}__ bitwise_{_op} logical_{_op}", _logical(_op))
 _register("clamp clamp_ clamp_min clamp_min_ clamp_max clamp_max_ clip", _clamp)
 for _op, _names in (("lt", "lt __lt__"), ("le", "le __le__"), ("gt", "gt __gt__"), ("ge", "ge __ge__"),
                     ("eq", "eq __eq__"), ("ne", "ne __ne__")):

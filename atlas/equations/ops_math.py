@@ -230,6 +230,32 @@ class Compare(Node):
             {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[self.meta["op"]]
 
 
+class Not(Node):
+    """¬a, elementwise, on booleans (a mask turned over)."""
+
+    prec, elementwise = ADD, True
+
+    def tex(self, p):
+        return r"\neg " + p.wrap(self.args[0], MUL)
+
+    def run(self, ev, a):
+        return torch.logical_not(a) if isinstance(a, torch.Tensor) else not a
+
+
+class Logical(Node):
+    """a ∧ b, a ∨ b, a ⊕ b, elementwise, on booleans (two masks combined)."""
+
+    prec, elementwise = ADD - 5, True        # below a comparison's, so that x<2 ∧ x≠0 needs no parentheses
+    SIGNS = {"and": r"\land", "or": r"\lor", "xor": r"\oplus"}
+
+    def tex(self, p):
+        a, b = self.args                        # one of them inside another is parenthesized: (a ∧ b) ∨ c
+        return f"{p.wrap(a, ADD)} {self.SIGNS[self.meta['op']]} {p.wrap(b, ADD)}"
+
+    def run(self, ev, a, b):
+        return getattr(torch, f"logical_{self.meta['op']}")(torch.as_tensor(a), torch.as_tensor(b))
+
+
 class Where(Node):
     """c ? a : b, elementwise."""
 
