@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 import math
 import re
 
@@ -177,7 +178,14 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
         own_args, own_kwargs = copies((args, kwargs))
         state = torch.random.get_rng_state()
         with torch.no_grad():
-            return inst, made, named, flat(inst(*own_args, **own_kwargs)), None, state
+            out = flat(inst(*own_args, **own_kwargs))
+        converted = sorted(name for name, t in itertools.chain(inst.named_parameters(), inst.named_buffers())
+                           if t.is_floating_point() and t.dtype != dtype)
+        if converted:       # forward() converted weights of its own (Switch's router keeps itself in float32)
+            return inst, made, None, None, msg("forward() converts its own %(names)s to another dtype than the "
+                                               "check's %(dtype)s", names=[f"`{n}`" for n in converted],
+                                               dtype=str(dtype).removeprefix("torch.")), None
+        return inst, made, named, out, None, state
     except Exception as exc:  # forward() does not run on these inputs
         return inst, made, None, None, where(exc), None
 
