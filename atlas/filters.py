@@ -63,8 +63,9 @@ def one_of(comp) -> str:
 
 
 def compact_symbol(expr: str) -> str:
-    """sympy's text to reading form: "2*T" -> "2T", "B*T" -> "B·T", "T/2" stays."""
-    return re.sub(r"(\d)\*", r"\1", expr).replace("*", "·")
+    """sympy's text to reading form: "2*T" -> "2T", "B*T" -> "B·T", "T/2" stays; a number times a function keeps
+    its dot: "8*ceiling(T/8)" -> "8·ceiling(T/8)", not "8ceiling(T/8)"."""
+    return re.sub(r"(\d)\*(?![A-Za-z]{2,}\()", r"\1", expr).replace("*", "·")
 
 
 def dim_label(dim, names) -> str:

@@ -226,10 +226,11 @@ def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int
     of `checks`: a stride q (a pool, a conv, a padded split) up to a CNN's 32 (64 at most). Where several fit four
     probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest stride wins (strides multiply small numbers:
     32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and between the symbols. Or a small multiple of one
-    (2*ceiling(T/4)), where no rounding itself fits."""
+    (2*ceiling(T/4)), where no rounding itself fits: a length padded to whole windows or chunks is one
+    (8*ceiling(T/8), Longformer's windows of 8), up to 64."""
     if values[-1] <= values[0] or xs[-1] <= xs[0]:
         return None
-    for k in (1, 2, 3, 4):      # a multiple of a rounding: 2*ceiling(T/4), a pool's length times its two halves
+    for k in range(1, 65):      # a multiple of a rounding: 2*ceiling(T/4), a pool's length times its two halves
         if all(v % k == 0 for v in values) and all(v % k == 0 for _, v in checks):
             found = _strided_once(mono, xs, [v // k for v in values], [(x, v // k) for x, v in checks])
             if found is not None:

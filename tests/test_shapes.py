@@ -1,9 +1,10 @@
 """Named symbolic shapes: derived on the meta device, checked against real CPU forwards."""
 
+import pytest
 import sympy
 import torch
 
-from atlas import inputs, shapes, spec, walk
+from atlas import filters, inputs, shapes, spec, walk
 from atlas.cli import main
 from atlas.model import ShapeStatus
 from conftest import fixture_spec
@@ -205,14 +206,14 @@ def test_70b_config_stays_on_meta():
 
 def test_a_fit_must_hold_at_every_probe():
     """Longformer pads T up to a multiple of its window: ceil(T/8)*8 is 8, 16, 16 at (B, T) = (2, 6), (3, 10),
-    (5, 14), which -8*B + 4*T fits too. The fourth probe refutes it: no formula fits, and the page says so."""
+    (5, 14), which -8*B + 4*T fits too. The fourth probe refutes it; the multiple of a rounding fits them all."""
     from atlas import inputs as inputs_mod
     from atlas.shapes import fit, probe_sizes
     vocab = inputs_mod.vocabulary(None, None)
     probes = probe_sizes(["B", "T"])
     assert len(probes) == 4
     padded = [-(-p["T"] // 8) * 8 for p in probes]
-    assert padded[:3] == [8, 16, 16] and fit(padded, probes, vocab).symbol == "?"
+    assert padded[:3] == [8, 16, 16] and fit(padded, probes, vocab).symbol == "8*ceiling(T/8)"
     assert fit([p["T"] // 2 for p in probes], probes, vocab).symbol == "floor(T/2)"
     assert fit([-(-p["T"] // 2) for p in probes], probes, vocab).symbol == "ceiling(T/2)"     # Funnel's pooling
     assert fit([p["B"] * p["T"] + 1 for p in probes], probes, vocab).symbol == "B*T + 1"
@@ -252,6 +253,19 @@ def _strided_by_search(mono, xs, values, checks=()):
                     if best is None or key < best[0]:
                         best = (key, (sympy.ceiling if ceiling else sympy.floor)((mono + m) / q))
     return best
+
+
+@pytest.mark.parametrize("window", [8, 16])
+def test_a_length_padded_to_whole_windows_is_fitted(window):
+    """Longformer pads its positions to a multiple of its attention window (here 8): the embeddings, the layers
+    and the attention read [B, ?, 64], where the page can say [B, 8·ceiling(T/8), 64]. (A window wider than the
+    probes, 32 or a released model's 512, still reads "?": every probe pads to one window.)"""
+    probes = shapes.probe_sizes(["B", "T"])
+    padded = lambda B, T: window * -(-T // window)                                  # noqa: E731
+    checks = [(c, padded(c["B"], c["T"])) for c in shapes.check_sizes(probes)]
+    fitted = shapes.fit([padded(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol
+    assert fitted == f"{window}*ceiling(T/{window})"
+    assert filters.compact_symbol(fitted) == f"{window}·ceiling(T/{window})"
 
 
 def test_stride_shifts_from_intervals_equal_the_search():
