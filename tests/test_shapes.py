@@ -255,6 +255,20 @@ def _strided_by_search(mono, xs, values, checks=()):
     return best
 
 
+def test_a_remainder_tested_against_zero_is_the_plain_remainder():
+    """(-T) % 256 > 0, Zamba2's test for padding, reads Mod(255*T, 256) > 0 in sympy; it holds where T is no
+    multiple of 256. A factor the modulus shares is divided out; a value that is not a test is left alone."""
+    from atlas.trace.symbolic import readable
+    t = sympy.Symbol("T", positive=True, integer=True)
+    assert readable(sympy.Mod(-t, 256) > 0) == (sympy.Mod(t, 256) > 0)
+    assert readable(sympy.Eq(sympy.Mod(2 * t, 8), 0)) == sympy.Eq(sympy.Mod(t, 4), 0)
+    assert readable(sympy.Ne(sympy.Mod(6 * t, 9), 0)) == sympy.Ne(sympy.Mod(t, 3), 0)
+    for before, after in ((sympy.Mod(-t, 256) > 0, sympy.Mod(t, 256) > 0),
+                          (sympy.Ne(sympy.Mod(6 * t, 9), 0), sympy.Ne(sympy.Mod(t, 3), 0))):
+        assert all(bool(before.subs(t, n)) == bool(after.subs(t, n)) for n in range(1, 600))
+    assert readable(sympy.Mod(-t, 256) + 1) == sympy.Mod(-t, 256) + 1
+
+
 @pytest.mark.parametrize("window", [8, 16])
 def test_a_length_padded_to_whole_windows_is_fitted(window):
     """Longformer pads its positions to a multiple of its attention window (here 8): the embeddings, the layers

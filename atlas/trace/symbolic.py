@@ -345,7 +345,24 @@ def readable(expr):
     return expr.replace(lambda e: isinstance(e, FloorDiv), lambda e: sympy.floor(e.args[0] / e.args[1])) \
                .replace(lambda e: isinstance(e, CeilDiv), lambda e: sympy.ceiling(e.args[0] / e.args[1])) \
                .replace(lambda e: isinstance(e, (Mod, PythonMod)), lambda e: sympy.Mod(e.args[0], e.args[1])) \
-               .replace(lambda e: _as_ceiling(e) is not None, _as_ceiling)
+               .replace(lambda e: _as_ceiling(e) is not None, _as_ceiling) \
+               .replace(lambda e: _divisibility(e) is not None, _divisibility)
+
+
+def _divisibility(e):
+    """Mod(a·x, m) against 0 is Mod(x, m/gcd(a, m)) against 0: m divides a·x exactly where m/gcd(a, m) divides x,
+    and a positive factor outside changes nothing. Zamba2 pads (-T) % 256 positions where that is positive, which
+    sympy writes Mod(255*T, 256) > 0: T is no multiple of 256, Mod(T, 256) > 0. None where it is no such test."""
+    if not isinstance(e, (sympy.Eq, sympy.Ne, sympy.StrictGreaterThan)) or e.rhs != 0:
+        return None
+    c, mod = e.lhs.as_coeff_Mul()
+    if not (c.is_Integer and c > 0 and isinstance(mod, sympy.Mod) and mod.args[1].is_Integer):
+        return None
+    x, m = mod.args
+    a, rest = x.as_coeff_Mul()
+    if not a.is_Integer or rest.is_integer is not True or (a == 1 and c == 1):
+        return None
+    return e.func(sympy.Mod(rest, m // sympy.igcd(a, m)), 0)
 
 
 def _as_ceiling(e):
