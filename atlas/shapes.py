@@ -139,7 +139,7 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
     try:
         params = inspect.signature(model.forward).parameters
-        with torch.no_grad(), direct_calls.watching(model.modules(), _ignore, hook):
+        with torch.no_grad(), direct_calls.watching(model.modules(), None, hook):
             if all(name in params for name in example):
                 model(**example)
             else:                                   # names are labels only: pass in declared order
@@ -148,10 +148,6 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
         for h in handles:
             h.remove()
     return records
-
-
-def _ignore(*args):
-    pass
 
 
 def example_inputs(specs: list[inputs_mod.InputSpec], sizes: dict[str, int], device: str) -> dict[str, torch.Tensor]:
@@ -388,12 +384,12 @@ def _cpu_copy(model: nn.Module) -> nn.Module:
     """A CPU copy with made-up weights. Its buffers keep their values where the model has them (on the meta device,
     those its constructor made from Python data, atlas/buffer_values.py); elsewhere integer buffers are zeros (a buffer of position ids indexes a table: left as uninitialized
     memory it indexes out of range), flags are set and floats small. The weights come from a generator seeded
-    alike on every run (torch's global one, forked: the caller's stream goes on as it was): a router's choices,
+    alike on every run (torch's CPU one, forked: the caller's stream goes on as it was): a router's choices,
     and with them which experts run and on how many tokens, are the same on every run."""
     cpu = copy.deepcopy(model).to_empty(device="cpu")
     known = buffer_values.known(model)
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+        torch.default_generator.manual_seed(0)
         for p in cpu.parameters():
             if p.is_floating_point():
                 p.normal_(0.0, 0.02)

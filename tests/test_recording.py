@@ -562,3 +562,14 @@ def test_the_cpu_copy_is_the_same_on_every_run_and_leaves_the_global_stream():
     assert torch.equal(torch.random.get_rng_state(), state)
     assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
     assert first[0].weight.std() > 0
+
+
+def test_a_layer_that_calls_its_own_forward_is_one_call(capsys):
+    """A layer that takes one sequence unbatched by running `self.forward(x[None])[0]`: the watch on forward()
+    calls that go around `__call__` took the inner call for a call of its own, and the probes at exact sizes, which
+    keep the first call to finish, gave the layer the inner call's [1, T, 8]."""
+    data, err = _describe(capsys, "holds_unbatched")
+    comps = {c["id"]: c for c in data["components"]}
+    shape = [d["symbol"] if isinstance(d, dict) else d for d in comps["layer"]["outputs"][0]["shape"]]
+    assert shape == ["T", 8] and "the code needs exact values of T" in err
+    assert all(c["verification"]["verified"] for c in comps.values())

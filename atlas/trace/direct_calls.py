@@ -13,18 +13,15 @@ import types
 
 from torch import nn
 
-# the frames that run a module's forward for `__call__`: torch's _call_impl, and the closure it runs when hooks
-# are present
-_CALL_CODES = frozenset({nn.Module._call_impl.__code__} |
-                        {c for c in nn.Module._call_impl.__code__.co_consts if isinstance(c, types.CodeType)})
 _NONE = object()
 
 
 @contextlib.contextmanager
 def watching(modules, enter, leave, always: bool = False):
-    """`enter(module, args, kwargs)` and `leave(module, args, kwargs, output)` around every call of a module's
-    forward() made by other code than `__call__`, for the modules given, as a forward pre-hook and a forward hook
-    would be: with `always`, `leave` is called with None for a call that raised, as an `always_call` hook is."""
+    """`enter(module, args, kwargs)` (None: nothing) and `leave(module, args, kwargs, output)` around every call of
+    a module's forward() made by other code than `__call__`, for the modules given, where a forward pre-hook and a
+    forward hook would be called; what they return is not used. With `always`, `leave` is called with None for a
+    call that raised, as an `always_call` hook is."""
     undo = []
     try:
         for module in modules:
@@ -40,7 +37,7 @@ def watch(module: nn.Module, enter, leave, always: bool = False):
     if type(module).forward is nn.Module.forward:               # a container (ModuleList): nothing to call
         return _nothing
     own = module.__dict__.get("forward", _NONE)
-    module.__dict__["forward"] = _direct(module, module.forward, enter, leave, always)
+    module.__dict__["forward"] = _direct(module, module.forward, enter, leave, always, _call_codes())
 
     def restore():
         if own is _NONE:
@@ -54,12 +51,29 @@ def _nothing():
     pass
 
 
-def _direct(module: nn.Module, forward, enter, leave, always: bool):
+def _call_codes() -> frozenset:
+    """The frames that run a module's forward for `__call__`: torch's _call_impl as it is now (a profiler may have
+    put its own in), and the closure it runs when hooks are present."""
+    code = nn.Module._call_impl.__code__
+    if _CODES.get("of") is not code:
+        _CODES["of"], _CODES["codes"] = code, frozenset(
+            {code} | {c for c in code.co_consts if isinstance(c, types.CodeType)})
+    return _CODES["codes"]
+
+
+_CODES: dict = {}
+
+
+def _direct(module: nn.Module, forward, enter, leave, always: bool, call_codes: frozenset):
     @functools.wraps(forward)
     def call(*args, **kwargs):
-        if sys._getframe(1).f_code in _CALL_CODES:
+        caller = sys._getframe(1)
+        # through __call__ (its hooks fire), or the module's own code calling its forward again (`self.forward(x[None])`
+        # inside forward): one call, not another
+        if caller.f_code in call_codes or caller.f_locals.get("self") is module:
             return forward(*args, **kwargs)
-        enter(module, args, kwargs)
+        if enter is not None:
+            enter(module, args, kwargs)
         try:
             out = forward(*args, **kwargs)
         except BaseException:
