@@ -323,6 +323,9 @@ def test_two_branches_added_are_no_residual():
     around = pipeline.document(spec.load(fixture_spec("shared_and_routed_residual")), pipeline.Settings())
     assert summary(around, "")[-1] == r"y = x+{\mathrm{moe}'}"
     assert around.root.equations.residuals == 1 and around.root.equations.verification.verified
+    # a child's result plus itself scaled: the child ran before the value the add starts from, not on it
+    skip = pipeline.document(spec.load(fixture_spec("scaled_skip")), pipeline.Settings())
+    assert skip.root.equations.residuals == 0 and skip.root.equations.verification.verified
 
 
 def test_masks_combined_read_as_logic():

@@ -123,6 +123,16 @@ THROUGH_MODULES = {"Sym", "Num", "SizeOf", "Eps", "Pi", "BatchNormOp", "GroupNor
                    "Call", "Loop"}
 
 
+def test_a_mask_turned_over_binds_tighter_than_a_comparison_is_shown_so():
+    """(¬a) = b is parenthesized, or it reads ¬(a = b); ¬ inside ∧ and a comparison inside ∧ need none; one ∧
+    inside an ∨ is parenthesized."""
+    pr = Printer().print
+    assert pr(m.Compare(m.Not(Sym("mask")), b, op="eq")).startswith(r"\left(\neg ")
+    both = m.Logical(m.Not(Sym("mask")), m.Compare(a, b, op="lt"), op="and")
+    assert r"\left(" not in pr(both)
+    assert pr(m.Logical(both, Sym("mask"), op="or")).startswith(r"\left(\neg ")
+
+
 def test_every_kind_is_covered():
     missing = set(_kinds()) - set(CASES) - THROUGH_MODULES
     assert missing == set(), f"op kinds with no print/run test: {sorted(missing)}"

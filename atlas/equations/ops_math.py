@@ -233,7 +233,7 @@ class Compare(Node):
 class Not(Node):
     """¬a, elementwise, on booleans (a mask turned over)."""
 
-    prec, elementwise = ADD, True
+    prec, elementwise = ADD - 1, True          # below a comparison's: (¬a) = b is parenthesized, ¬(a = b) is not a
 
     def tex(self, p):
         return r"\neg " + p.wrap(self.args[0], MUL)
@@ -250,7 +250,7 @@ class Logical(Node):
 
     def tex(self, p):
         a, b = self.args                        # one of them inside another is parenthesized: (a ∧ b) ∨ c
-        return f"{p.wrap(a, ADD)} {self.SIGNS[self.meta['op']]} {p.wrap(b, ADD)}"
+        return f"{p.wrap(a, ADD - 1)} {self.SIGNS[self.meta['op']]} {p.wrap(b, ADD - 1)}"
 
     def run(self, ev, a, b):
         return getattr(torch, f"logical_{self.meta['op']}")(torch.as_tensor(a), torch.as_tensor(b))

@@ -85,33 +85,34 @@ def residuals(prog: Program) -> int:
         if step.section is not None or not isinstance(step.node, m.Add):
             continue
         a, b = step.node.args
-        if any(isinstance(base, Sym) and _reads(branch, base.key, by_key, set()) and _runs_a_child(branch, by_key, set())
+        if any(isinstance(base, Sym) and _reads(branch, base.key, by_key) and _runs_a_child(branch, base.key, by_key)
                for base, branch in ((a, b), (b, a))):
             count += 1
     return count
 
 
-def _reads(node, key, by_key: dict, seen: set) -> bool:
-    """Whether `node` is computed from the value `key`, through the steps before it."""
-    for n in node.walk():
-        if isinstance(n, Sym) and n.key not in seen:
-            seen.add(n.key)
-            if n.key == key or (n.key in by_key and _reads(by_key[n.key].node, key, by_key, seen)):
-                return True
-    return False
+def _upstream(node, by_key: dict, stop: str | None = None):
+    """Every node `node` is computed from, through the steps before it, each once; not into the step `stop`."""
+    seen, pending = set(), [node]
+    while pending:
+        for n in pending.pop().distinct():
+            yield n
+            if isinstance(n, Sym) and n.key in by_key and n.key != stop and n.key not in seen:
+                seen.add(n.key)
+                pending.append(by_key[n.key].node)
 
 
-def _runs_a_child(node, by_key: dict, seen: set) -> bool:
-    """Whether computing `node` runs a section or a child module, through the steps before it."""
-    for n in node.walk():
-        if isinstance(n, (Call, Loop)):
-            return True
-        if isinstance(n, Sym) and n.key in by_key and n.key not in seen:
-            seen.add(n.key)
-            step = by_key[n.key]
-            if step.section is not None or _runs_a_child(step.node, by_key, seen):
-                return True
-    return False
+def _reads(node, key, by_key: dict) -> bool:
+    """Whether `node` is computed from the value `key`."""
+    return any(isinstance(n, Sym) and n.key == key for n in _upstream(node, by_key))
+
+
+def _runs_a_child(node, base: str, by_key: dict) -> bool:
+    """Whether computing `node` from the value `base` runs a section or a child module: the steps that made `base`
+    itself are not looked into (x + x·γ, x a child's result, is no residual)."""
+    return any(isinstance(n, (Call, Loop)) or (isinstance(n, Sym) and n.key in by_key and n.key != base and
+                                                by_key[n.key].section is not None)
+               for n in _upstream(node, by_key, base))
 
 
 def normalizes(prog: Program) -> bool:
