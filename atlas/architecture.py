@@ -329,7 +329,7 @@ def _norm_kind(call: Call) -> str | None:
                 any(_made_by(r.value, {"mean"}, 2) for r in _refs(e.args)):
             return "LayerNorm"
     if any(op in ("rsqrt", "linalg_vector_norm", "norm", "sqrt") for op in ops) and \
-            all(_last_axis(e) for e in call.events if isinstance(e, OpEvent) and _short(e.name) in _REDUCTIONS):
+            all(_one_axis(e) for e in call.events if isinstance(e, OpEvent) and _short(e.name) in _REDUCTIONS):
         return "RMSNorm"
     return None
 
@@ -338,16 +338,17 @@ def _norm_kind(call: Call) -> str | None:
 _REDUCTIONS = {"mean": 1, "var": 1, "norm": 2, "linalg_vector_norm": 2}
 
 
-def _last_axis(e: OpEvent) -> bool:
-    """Whether a reduction is over the last axis alone, each position's features, as an RMS norm's is; ConvNeXt-V2's
-    global response norm takes a 2-norm over the height and width."""
+def _one_axis(e: OpEvent) -> bool:
+    """Whether a reduction is over one axis, each position's features, as an RMS norm's is (channels last or
+    first); ConvNeXt-V2's global response norm takes a 2-norm over the height and width, two axes."""
     refs = _refs(e.args[:1])
     shape = refs[0].value.shape if refs else None
-    dim = e.kwargs.get("dim", e.args[_REDUCTIONS[_short(e.name)]] if len(e.args) > _REDUCTIONS[_short(e.name)] else None)
+    at = _REDUCTIONS[_short(e.name)]
+    dim = e.kwargs.get("dim", e.kwargs.get("axis", e.args[at] if len(e.args) > at else None))
     if shape is None or dim is None:
         return dim is None and shape is not None and len(shape) == 1
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    return all(isinstance(d, int) for d in dims) and {d % len(shape) for d in dims} == {len(shape) - 1}
+    return len(dims) == 1 and isinstance(dims[0], int)
 
 
 def _norms(doc: ModelDoc, root: Call | None) -> list[Trait]:

@@ -420,7 +420,7 @@ def _pixels(name, model, config, dtype):
                   layer="Conv2d"))
     frames, f_field = _cfg(config, "num_frames")
     if isinstance(frames, int):                 # a video model: a clip of config.num_frames images, then one image
-        c_why = _joined(msg("%(setting)s frames", setting=_setting(f_field, frames)), c_why)
+        c_why = _joined(msg("a clip of %(setting)s frames tried first", setting=_setting(f_field, frames)), c_why)
 
     def texts(*height_width) -> list[str]:
         image = ("B", channels, *height_width)

@@ -266,6 +266,8 @@ def test_a_remainder_tested_against_zero_is_the_plain_remainder():
     for before, after in ((sympy.Mod(-t, 256) > 0, sympy.Mod(t, 256) > 0),
                           (sympy.Ne(sympy.Mod(6 * t, 9), 0), sympy.Ne(sympy.Mod(t, 3), 0))):
         assert all(bool(before.subs(t, n)) == bool(after.subs(t, n)) for n in range(1, 600))
+    assert readable(sympy.Mod(-t, 256) <= 0) == (sympy.Mod(t, 256) <= 0)      # the branch not taken
+    assert readable(sympy.Eq(sympy.Mod(-3 * t, 12), 0)) == sympy.Eq(sympy.Mod(t, 4), 0)
     assert readable(sympy.Mod(-t, 256) + 1) == sympy.Mod(-t, 256) + 1
 
 

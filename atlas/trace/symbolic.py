@@ -352,8 +352,9 @@ def readable(expr):
 def _divisibility(e):
     """Mod(a·x, m) against 0 is Mod(x, m/gcd(a, m)) against 0: m divides a·x exactly where m/gcd(a, m) divides x,
     and a positive factor outside changes nothing. Zamba2 pads (-T) % 256 positions where that is positive, which
-    sympy writes Mod(255*T, 256) > 0: T is no multiple of 256, Mod(T, 256) > 0. None where it is no such test."""
-    if not isinstance(e, (sympy.Eq, sympy.Ne, sympy.StrictGreaterThan)) or e.rhs != 0:
+    sympy writes Mod(255*T, 256) > 0: T is no multiple of 256, Mod(T, 256) > 0; the branch not taken, <= 0 (a
+    remainder is never negative: = 0), alike. None where it is no such test."""
+    if not isinstance(e, (sympy.Eq, sympy.Ne, sympy.StrictGreaterThan, sympy.LessThan)) or e.rhs != 0:
         return None
     c, mod = e.lhs.as_coeff_Mul()
     if not (c.is_Integer and c > 0 and isinstance(mod, sympy.Mod) and mod.args[1].is_Integer):
