@@ -133,6 +133,16 @@ def test_a_mask_turned_over_binds_tighter_than_a_comparison_is_shown_so():
     assert pr(m.Logical(both, Sym("mask"), op="or")).startswith(r"\left(\neg ")
 
 
+def test_a_call_printed_by_name_drops_torchs_private_and_in_place_marks():
+    """OLMoE's experts printed \\operatorname{\\_grouped\\_mm}: the underscore is torch's private spelling, no part
+    of the math; nor is an in-place call's trailing one."""
+    pr = Printer().print
+    assert pr(n.Apply((a, -1), {}, func=torch.cumsum, name="_cumsum")).startswith(r"\operatorname{cumsum}")
+    assert pr(n.Apply((a, -1), {}, func=torch.cumsum, name="cumsum_")).startswith(r"\operatorname{cumsum}")
+    assert pr(n.Apply((a,), {}, func=torch.neg, name="__neg__")).startswith(r"\operatorname{neg}")
+    assert pr(n.Apply((a, a), {}, func=torch.add, name="_grouped_mm")).startswith(r"\operatorname{grouped\_mm}")
+
+
 def test_every_kind_is_covered():
     missing = set(_kinds()) - set(CASES) - THROUGH_MODULES
     assert missing == set(), f"op kinds with no print/run test: {sorted(missing)}"

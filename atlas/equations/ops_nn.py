@@ -92,7 +92,9 @@ class Apply(Node):
         args, kwargs = self.args
         shown = [_arg_tex(p, a) for a in args] + [r"\mathrm{" + k.replace("_", r"\_") + "}{=}" + _arg_tex(p, v)
                                                   for k, v in kwargs.items() if v is not None and k != "inplace"]
-        name = self.meta["name"].replace("_", r"\_")
+        # torch's spellings of its private and in-place calls are no part of the math: _grouped_mm is grouped_mm,
+        # __invert__ of an integer is invert, scatter_ is scatter
+        name = self.meta["name"].strip("_").replace("_", r"\_")
         return r"\operatorname{" + name + r"}\!\left(" + r",\,".join(shown) + r"\right)"
 
     def run(self, ev, args, kwargs):
