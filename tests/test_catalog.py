@@ -164,6 +164,17 @@ def test_a_normalization_subclassed_in_the_models_code_is_a_norm():
     assert doc.component("blocks.norm").equations.normalizes
 
 
+def test_queries_keys_and_values_split_at_once_give_the_heads():
+    """timm's and Timesformer's attention split one projection into queries, keys and values at once,
+    `reshape(B, N, 3, heads, d)`; the catalog found no heads. The same reshape where nothing attends gives none."""
+    doc = _doc("tests/fixtures/attention_layouts.py:fused_split")
+    a = doc.architecture
+    assert [(t.value, t.component) for t in a.heads] == [(4, "layers.attn")] and values(a.kv_heads) == [4]
+    facts = {f.kind: f.value for f in doc.component("layers.attn").equations.facts}
+    assert (facts["heads"], facts["head_features"]) == (4, 8)
+    assert _doc("tests/fixtures/attention_layouts.py:three_colours").architecture.heads == ()
+
+
 def test_a_global_response_norm_is_no_rms_norm():
     """ConvNeXt-V2's global response norm divides by a 2-norm, and the catalog called it an RMS norm: an RMS norm
     takes its scale over each position's features, the last axis; the response norm over the height and width."""

@@ -8,6 +8,7 @@ from atlas.equations import ops_math as m
 from atlas.equations.nodes import Node, Num, Sym
 from atlas.equations.ops_nn import Attention
 from atlas.equations.lower_tensor import splits_last
+from atlas.equations.lowering import same_size
 from atlas.equations.ops_tensor import Heads, Reshape
 from atlas.equations.program import Program
 from atlas.equations.scalars import value_of
@@ -29,6 +30,8 @@ def facts(prog: Program) -> tuple[Fact, ...]:
         return node
 
     out: list[Fact] = []
+    # a softmax over scores, or an attention kernel: the program attends (a fused split is read only there)
+    weighs = any(isinstance(n, (m.Softmax, Attention)) for step in prog.steps for n in step.node.walk())
     heads: dict = {}
     kernel: dict = {}       # the same, read off the attention kernel: where the model's own code shows no split
     for step in prog.steps:
@@ -43,6 +46,9 @@ def facts(prog: Program) -> tuple[Fact, ...]:
             if isinstance(node, Heads) and isinstance(node.meta.get("heads"), int):
                 stream = _stream(node, prog, resolve) or sym.stream   # k = (x W_k)^h: the step's own stream
                 heads.setdefault(stream, (node.meta["heads"], node.meta.get("features"), _site(node)))
+            fused = _fused_split(node)
+            if fused is not None and weighs:
+                heads.setdefault("qkv", (*fused, _site(node)))
             split = _split_into_heads(node)
             if split is not None and (_stream(node, prog, resolve) or sym.stream) in ("q", "k", "v"):
                 # q = (x W_q).view(B, T, h, d), normalized per head before its transpose: the split is the reshape
@@ -70,6 +76,23 @@ def facts(prog: Program) -> tuple[Fact, ...]:
         if kv is not None and kv[0] != q[0]:
             out.insert(1, Fact("kv_heads", kv[0], *kv[2]))
     return tuple(out)
+
+
+def _fused_split(node) -> tuple | None:
+    """(h, d) of a fused projection's reshape (B, T, 3·h·d) -> (B, T, 3, h, d), the queries, keys and values split
+    at once (timm's and Timesformer's `qkv.reshape(B, N, 3, heads, C // heads)`; BLOOM's (B, T, h, 3, d)); 2 for
+    keys and values alone."""
+    if not isinstance(node, Reshape):
+        return None
+    before, after = node.meta.get("in_shape"), node.meta.get("shown")
+    if before is None or after is None or len(before) != 3 or len(after) != 5 or \
+            not (same_size(before[0], after[0]) and same_size(before[1], after[1])):
+        return None
+    if not all(isinstance(x, int) for x in after[2:]) or after[2] * after[3] * after[4] != before[2]:
+        return None
+    if after[2] in (2, 3):
+        return after[3], after[4]
+    return (after[2], after[4]) if after[3] in (2, 3) else None
 
 
 def _split_into_heads(node) -> tuple | None:
