@@ -154,7 +154,7 @@ def peer_rows(repeat: int = 3) -> list[tuple[str, float, float]]:
         print(f"ratio atlas/torchinfo, {label}: time {time_ratio:.2f}, peak RSS {rss_ratio:.2f}")
     print("(target: at most 1.00 in time and in peak RSS for the Llama-3-70B config)")
     depth = interleaved({name: atlas + [f"{HF}:{name}", "--json"] for name in ("llama3_8b", "llama3_405b")},
-                        repeat + 2)
+                        repeat + 5)
     for name, (seconds, rss, _) in depth.items():
         print(f"{'atlas describe --json ' + name:40s} {seconds:8.2f} {rss:12.0f}")
     print(f"ratio atlas describe, Llama-3-405B config (126 layers) / Llama-3-8B config (32 layers): "
