@@ -166,13 +166,16 @@ def test_a_normalization_subclassed_in_the_models_code_is_a_norm():
 
 def test_queries_keys_and_values_split_at_once_give_the_heads():
     """timm's and Timesformer's attention split one projection into queries, keys and values at once,
-    `reshape(B, N, 3, heads, d)`; the catalog found no heads. The same reshape where nothing attends gives none."""
+    `reshape(B, N, 3, heads, d)`, Hiera with a window axis before; the catalog found no heads. The same reshape where
+    nothing attends gives none."""
     doc = _doc("tests/fixtures/attention_layouts.py:fused_split")
     a = doc.architecture
     assert [(t.value, t.component) for t in a.heads] == [(4, "layers.attn")] and values(a.kv_heads) == [4]
     facts = {f.kind: f.value for f in doc.component("layers.attn").equations.facts}
     assert (facts["heads"], facts["head_features"]) == (4, 8)
     assert _doc("tests/fixtures/attention_layouts.py:three_colours").architecture.heads == ()
+    windowed = _doc("tests/fixtures/attention_layouts.py:windowed_split")      # Hiera's, a window axis before
+    assert [(t.value, t.component) for t in windowed.architecture.heads] == [(4, "layers.attn")]
 
 
 def test_a_global_response_norm_is_no_rms_norm():

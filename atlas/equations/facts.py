@@ -79,20 +79,20 @@ def facts(prog: Program) -> tuple[Fact, ...]:
 
 
 def _fused_split(node) -> tuple | None:
-    """(h, d) of a fused projection's reshape (B, T, 3·h·d) -> (B, T, 3, h, d), the queries, keys and values split
-    at once (timm's and Timesformer's `qkv.reshape(B, N, 3, heads, C // heads)`; BLOOM's (B, T, h, 3, d)); 2 for
-    keys and values alone."""
+    """(h, d) of a fused projection's reshape (..., 3·h·d) -> (..., 3, h, d), the queries, keys and values split
+    at once (timm's and Timesformer's `qkv.reshape(B, N, 3, heads, C // heads)`, Hiera's with its windows before
+    them; BLOOM's (..., h, 3, d)); 2 for keys and values alone."""
     if not isinstance(node, Reshape):
         return None
     before, after = node.meta.get("in_shape"), node.meta.get("shown")
-    if before is None or after is None or len(before) != 3 or len(after) != 5 or \
-            not (same_size(before[0], after[0]) and same_size(before[1], after[1])):
+    if before is None or after is None or len(after) < 5 or len(after) <= len(before):
         return None
-    if not all(isinstance(x, int) for x in after[2:]) or after[2] * after[3] * after[4] != before[2]:
+    last = after[-3:]
+    if not all(isinstance(x, int) for x in last) or last[0] * last[1] * last[2] != before[-1]:
         return None
-    if after[2] in (2, 3):
-        return after[3], after[4]
-    return (after[2], after[4]) if after[3] in (2, 3) else None
+    if last[0] in (2, 3):
+        return last[1], last[2]
+    return (last[0], last[2]) if last[1] in (2, 3) else None
 
 
 def _split_into_heads(node) -> tuple | None:
