@@ -31,7 +31,7 @@ def facts(prog: Program) -> tuple[Fact, ...]:
 
     out: list[Fact] = []
     # a softmax over scores, or an attention kernel: the program attends (a fused split is read only there)
-    weighs = any(isinstance(n, (m.Softmax, Attention)) for step in prog.steps for n in step.node.walk())
+    weighs = any(isinstance(n, (m.Softmax, Attention)) for step in prog.steps for n in step.node.distinct())
     heads: dict = {}
     kernel: dict = {}       # the same, read off the attention kernel: where the model's own code shows no split
     for step in prog.steps:
