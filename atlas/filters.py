@@ -119,11 +119,12 @@ def verification_note(e) -> str:
     v = e.verification
     args = {"dtype": v.dtype, "error": f"{v.max_error:.0e}", "tolerance": f"{v.tolerance:.0e}"}
     if e.status.value == "override":
-        return i18n.render(msg("the author's override, run in %(dtype)s on random inputs with a fixed seed in "
-                               "evaluation mode, reproduces `forward()` to within %(error)s (tolerance %(tolerance)s).",
-                               **args))
-    return i18n.render(msg("these equations, run in %(dtype)s on random inputs with a fixed seed in evaluation "
-                           "mode, reproduce `forward()` to within %(error)s (tolerance %(tolerance)s).", **args))
+        text = msg("the author's override, run in %(dtype)s on random inputs with a fixed seed in evaluation mode, "
+                   "reproduces `forward()` to within %(error)s (tolerance %(tolerance)s).", **args)
+    else:
+        text = msg("these equations, run in %(dtype)s on random inputs with a fixed seed in evaluation mode, "
+                   "reproduce `forward()` to within %(error)s (tolerance %(tolerance)s).", **args)
+    return i18n.render(text) + ("" if v.note is None else f" {md_text(v.note)}.")
 
 
 def step_link(cid: str, doc, href) -> str:

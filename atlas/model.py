@@ -119,6 +119,7 @@ class Verification:
     tolerance: float | None = None
     reason: str | None = None       # why it was not run, or what did not match
     dtype: str | None = None
+    note: str | None = None         # inputs the check took as the model computes them, not random, and why
 
     @property
     def mismatch(self) -> bool:

@@ -154,7 +154,7 @@ def verification_dict(e: Equations | None):
     if v is None:
         return None
     return {"verified": v.verified, "max_error": v.max_error, "tolerance": v.tolerance, "reason": v.reason,
-            "dtype": v.dtype}
+            "dtype": v.dtype, "note": v.note}
 
 
 def equations_from(c: dict) -> Equations | None:
@@ -165,7 +165,8 @@ def equations_from(c: dict) -> Equations | None:
         EquationStatus(e["status"]), tuple(x["markup"] for x in e["summary"]),
         tuple(Step(st["markup"], st["section"], tuple(st["links"]), st["defines"],
                    tuple(dim_from(d) for d in st["shape"])) for st in e["steps"]), e["aligned"], e["reason"],
-        None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"]),
+        None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"],
+                                          v.get("note")),
         e["residuals"], e["normalizes"],
         tuple(MathSymbol(s["key"], s["tex"], s["kind"], s["stream"]) for s in e["symbols"]),
         tuple(x["markup"] for x in e["constants"]),

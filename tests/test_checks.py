@@ -142,3 +142,22 @@ def test_a_float_mask_the_model_computes_is_remade_when_made_up_values_do_not_ru
     v = comps["positions"]["verification"]
     assert verified(comps["positions"]) and v["dtype"] == "float64", v     # random values: negative positions
     assert verified(comps[""])
+
+
+def test_a_forward_that_reads_its_mask_to_choose_its_path_is_checked_on_the_mask_the_model_computes(tmp_path,
+                                                                                                    capsys):
+    comps = describe("global_flag", capsys)        # random mask values: the other path, "differ by" before
+    encoder = comps["encoder"]["verification"]
+    assert verified(comps["encoder"]) and encoder["dtype"] == "float64"
+    assert encoder["note"] == ("Inputs taken as the model computes them, not at random: `mask`; on random values "
+                               "forward() reads them and takes another path than on the model's own")
+    assert comps["attend"]["verification"]["note"] is None      # random values run on the same path: stay random
+    assert all(verified(c) for c in comps.values())
+    assert main(["build", f"{CHECKS}:global_flag", "--docs", str(tmp_path)]) == 0
+    capsys.readouterr()
+    english = (tmp_path / "globalflag" / "encoder" / "index.md").read_text()
+    assert ("(tolerance 1e-09). Inputs taken as the model computes them, not at random: \\`mask\\`; on random "
+            "values forward() reads them and takes another path than on the model's own.") in english
+    spanish = (tmp_path / "globalflag" / "encoder" / "index.es.md").read_text()
+    assert ("Entradas tomadas como las calcula el modelo, no al azar: \\`mask\\`; con valores al azar forward() los "
+            "lee y toma otro camino que con los del propio modelo.") in spanish

@@ -42,6 +42,7 @@ class CheckInputs:
         self.made: dict[int, object] = {}               # Value id -> what the component gets for it
         self.remade: dict[int, object] = {}             # Value id -> the value made again on the way to an input
         self.made_up: dict = {}                         # input computed by the model but made up -> why (Text)
+        self.computed_floats: list[str] = []            # floating inputs the model computes: random, or remade
         self.own = _own_tensors(module, inst)           # id(a recorded weight) -> the instance's real tensor
         self._replayed = 0
 
@@ -67,6 +68,8 @@ class CheckInputs:
             except CannotRemake as exc:     # integers index: random ones may not fit (a mask, a table is any data)
                 if not (dt.is_complex or dt == torch.bool or dt.is_floating_point):
                     self.made_up[name] = exc.args[0]
+        if dt.is_floating_point and value.made_by is not None and (t is not None or not self.remake_floats):
+            self.computed_floats.append(name)
         if t is None:
             t = self._random(value, name, dt)
         self.made[value.id] = t

@@ -6,8 +6,10 @@ that fits), and evaluation mode. It is called exactly as the model called it in 
 arguments, tuples, flags), with random tensors in place of the recorded ones, at the sizes the record was
 made at, so every branch the code took holds again (a data-dependent size in its inputs, at the value the
 record assumed for it). Integer, boolean and complex inputs the model computed itself are remade from the
-record (`check_inputs`). forward() gets copies of the inputs: what it writes into them in place (a recurrent
-state) stays out of what the equations read.
+record (`check_inputs`); floating ones (a mask) are random, unless forward() does not run on random ones, gives
+NaN on them, or reads them and takes another path (`data_reads`): then they are remade too, and the page says so.
+forward() gets copies of the inputs: what it writes into them in place (a recurrent state) stays out of what the
+equations read.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ import inspect
 import itertools
 import math
 import re
+from dataclasses import replace
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
 from atlas import buffer_values
 from atlas.equations.check_inputs import CheckInputs, copies
+from atlas.equations.data_reads import DataReads
 from atlas.equations.nodes import DataDependentSize
 from atlas.equations.ops_nn import Apply
 from atlas.equations.ops_tensor import Cast
@@ -161,14 +166,25 @@ def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_byt
 _DTYPE = re.compile(r"dtype|Double|Float|Half|BF16|bfloat16|float64|expected scalar type", re.IGNORECASE)
 
 
+class _Run(NamedTuple):
+    """One forward() of a fresh instance on the check's inputs."""
+    inst: nn.Module
+    made: CheckInputs                   # the inputs, and how each was made
+    named: dict | None                  # the inputs by parameter name, for the equations
+    out: list | None                    # forward()'s outputs, None where it did not run
+    error: object                       # why it did not run (Text), else None
+    state: object                       # torch's random state forward() started from
+    reads: list                         # what it read from its data (atlas.equations.data_reads)
+    converted: bool = False             # it ran, but converted tensors of its own out of the check's dtype
+
+
 def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, seed: int, working: str,
-             remake_floats: bool):
-    """A fresh instance, its inputs for the check, those inputs by parameter name, forward()'s outputs on them
-    (or forward()'s error, file:line, where it did not run), and torch's random state forward() started from."""
+             remake_floats: bool) -> _Run:
     torch.manual_seed(seed)
     inst = materialize(module, dtype, seed)
     made = CheckInputs(inst, module, sizes, dtype, seed, working, remake_floats)
     sig = inspect.signature(inst.forward)
+    reads = DataReads()
     try:
         params = list(sig.parameters.values())
         args = tuple(made.rebuild(a, p.name, p.default) for a, p in zip(call.args, params))
@@ -178,21 +194,16 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
         own_args, own_kwargs = copies((args, kwargs))
         state = torch.random.get_rng_state()
         before = _dtypes(inst)
-        with torch.no_grad():
+        with torch.no_grad(), reads:
             out = flat(inst(*own_args, **own_kwargs))
         converted = sorted(name for name, kind in _dtypes(inst).items() if name in before and kind != before[name])
         if converted:       # forward() converted tensors of its own (Switch's router keeps itself in float32)
-            return inst, made, None, None, msg("forward() converts its own %(names)s from %(dtype)s to another "
-                                               "dtype", names=[f"`{n}`" for n in converted],
-                                               dtype=str(dtype).removeprefix("torch.")), None
-        return inst, made, named, out, None, state
+            return _Run(inst, made, None, None, msg("forward() converts its own %(names)s from %(dtype)s to another "
+                                                    "dtype", names=[f"`{n}`" for n in converted],
+                                                    dtype=str(dtype).removeprefix("torch.")), None, reads.values, True)
+        return _Run(inst, made, named, out, None, state, reads.values)
     except Exception as exc:  # forward() does not run on these inputs
-        return inst, made, None, None, where(exc), None
-
-
-def _converted(error) -> bool:
-    """Whether forward() ran but converted tensors of its own out of the check's dtype (see _forward)."""
-    return getattr(error, "msgid", "").startswith("forward() converts its own")
+        return _Run(inst, made, None, None, where(exc), None, reads.values)
 
 
 def _dtypes(module: nn.Module) -> dict:
@@ -202,64 +213,105 @@ def _dtypes(module: nn.Module) -> dict:
 
 def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: torch.dtype, seed: int,
            working: str) -> tuple[Verification, str | None]:
-    """The verification, and forward()'s own error where it did not run."""
+    """The verification, and forward()'s own error where it did not run.
+
+    Floating inputs the model computes (a mask, a rotary table) are random at first. They are taken as the model
+    computes them where forward() does not run on random ones, and where the comparison fails because of them:
+    forward() gave NaN on them, or read its data and took another path than on the model's own values."""
     tol = tolerance_for(prog, dtype, working)
     dname = str(dtype).removeprefix("torch.")
-    inst, made, named, expected, error, state = _forward(module, call, sizes, dtype, seed, working, remake_floats=False)
-    if error is not None:   # random floats where the code relies on the model's own (a mask it counts): remade
+    run = _forward(module, call, sizes, dtype, seed, working, remake_floats=False)
+    why = None
+    if run.error is not None and run.made.computed_floats:
         again = _forward(module, call, sizes, dtype, seed, working, remake_floats=True)
-        if again[4] is None:
-            inst, made, named, expected, error, state = again
-    if _converted(error):   # it says "dtype": verify() checks again in float32
-        return Verification(False, tolerance=tol, dtype=dname, reason=msg("not compared: %(why)s", why=error)), error
-    if error is not None:   # the module itself does not run on these inputs: nothing to compare with
-        if made.made_up:
-            name, why = next(iter(made.made_up.items()))
+        if again.error is None and again.made.computed_floats:
+            run, why = again, msg("on random values forward() does not run")
+    if run.converted:       # it says "dtype": verify() checks again in float32
+        return Verification(False, tolerance=tol, dtype=dname, reason=msg("not compared: %(why)s", why=run.error)), \
+            run.error
+    if run.error is not None:   # the module itself does not run on these inputs: nothing to compare with
+        if run.made.made_up:
+            name, cause = next(iter(run.made.made_up.items()))
             return Verification(False, tolerance=tol, dtype=dname, reason=msg(
                 "not run: %(input)s could not be made as the model makes it (%(why)s), and forward() failed on a "
-                "made-up one: %(error)s", input="`" + name + "`", why=why, error=error)), error
-        return Verification(False, tolerance=tol, dtype=dname,
-                            reason=msg("not run: forward() failed on the example inputs: %(error)s", error=error)), error
+                "made-up one: %(error)s", input="`" + name + "`", why=cause, error=run.error)), run.error
+        return Verification(False, tolerance=tol, dtype=dname, reason=msg(
+            "not run: forward() failed on the example inputs: %(error)s", error=run.error)), run.error
+    found = _compare(prog, run, sizes, dtype, working, tol)
+    if isinstance(found, Verification):
+        return replace(found, note=_note(run, why)), None
+    worst, nan = found
+    if worst > tol and run.made.computed_floats and not run.made.remake_floats:
+        again = _forward(module, call, sizes, dtype, seed, working, remake_floats=True)
+        if again.error is None and not again.converted and again.made.computed_floats and \
+                (nan or again.reads != run.reads):
+            why = (msg("on random values forward() gives NaN") if nan else
+                   msg("on random values forward() reads them and takes another path than on the model's own"))
+            found = _compare(prog, again, sizes, dtype, working, tol)
+            if isinstance(found, Verification):
+                return replace(found, note=_note(again, why)), None
+            run, (worst, nan) = again, found
+    return _verdict(module, call, sizes, dtype, seed, working, run, worst, nan, tol, why), None
+
+
+def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working: str, tol: float):
+    """(the largest error, NaN only in forward()'s outputs) of the equations against one run, or the Verification
+    saying why they could not be compared."""
+    dname = str(dtype).removeprefix("torch.")
     try:
-        torch.random.set_rng_state(state)   # the numbers forward() drew (a VAE's randn_like), drawn again in order
+        torch.random.set_rng_state(run.state)   # the numbers forward() drew (a VAE's randn_like), drawn again in order
         with torch.no_grad():
-            got = flat(prog.run(inst, named, sizes, dtype, working))
+            got = flat(prog.run(run.inst, run.named, sizes, dtype, working))
     except DataDependentSize as exc:    # a limit of the equations, stated: not a disagreement with forward()
         return Verification(False, tolerance=tol, dtype=dname, reason=msg(
             "not run: the equations need %(symbols)s, a size the data decided when the forward was recorded, and no "
-            "step of theirs computes it", symbols=tuple(exc.symbols))), None
+            "step of theirs computes it", symbols=tuple(exc.symbols)))
     except Exception as exc:  # the equations could not be run: a failure, reported with its place
         return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
-                            reason=msg("the equations did not run: %(error)s", error=where(exc))), None
+                            reason=msg("the equations did not run: %(error)s", error=where(exc)))
+    expected = run.out
     if len(expected) != len(got):
         return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                             reason=msg("the equations give %(got)s outputs, forward() gives %(expected)s",
-                                       got=len(got), expected=len(expected))), None
+                                       got=len(got), expected=len(expected)))
     worst = 0.0
     for e, a in zip(expected, got):
         if not isinstance(a, torch.Tensor) or tuple(a.shape) != tuple(e.shape):
             shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
             return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                                 reason=msg("the equations give shape %(got)s, forward() gives %(expected)s",
-                                           got=str(shape), expected=str(tuple(e.shape)))), None
+                                           got=str(shape), expected=str(tuple(e.shape))))
         worst = max(worst, _error(e, a))
-    nan = _nan_only_in(expected, got)
+    return worst, _nan_only_in(expected, got)
+
+
+def _note(run: _Run, why):
+    """The floating inputs the check took as the model computes them, and why; None where all were random."""
+    if why is None:
+        return None
+    return msg("Inputs taken as the model computes them, not at random: %(inputs)s; %(why)s",
+               inputs=[f"`{n}`" for n in dict.fromkeys(run.made.computed_floats)], why=why)
+
+
+def _verdict(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, seed: int, working: str, run: _Run,
+             worst: float, nan, tol: float, why) -> Verification:
+    dname, note = str(dtype).removeprefix("torch."), _note(run, why)
     if worst > tol and nan:     # forward() breaks down on the inputs made for it (a row with every key masked)
-        return Verification(False, tolerance=tol, dtype=dname, reason=msg(
+        return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(
             "not compared: forward() gives NaN at %(n)s of %(total)s values on the inputs the check made, where the "
-            "equations give numbers: those inputs are outside what it handles", n=nan[0], total=nan[1])), None
+            "equations give numbers: those inputs are outside what it handles", n=nan[0], total=nan[1]))
     if worst <= tol:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
-        return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname), None
-    again = _forward(module, call, sizes, dtype, seed, working, remake_floats=made.remake_floats)[3]
-    if again is not None and (len(again) != len(expected) or any(
-            not isinstance(a, torch.Tensor) or a.shape != e.shape or _error(e, a) > tol for e, a in zip(expected, again))):
-        return Verification(False, tolerance=tol, dtype=dname, reason=msg(   # BigBird's random blocks, from numpy
+        return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname, note=note)
+    again = _forward(module, call, sizes, dtype, seed, working, remake_floats=run.made.remake_floats).out
+    if again is not None and (len(again) != len(run.out) or any(
+            not isinstance(a, torch.Tensor) or a.shape != e.shape or _error(e, a) > tol for e, a in zip(run.out, again))):
+        return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(   # BigBird's random blocks
             "not compared: forward() gives different outputs on the same inputs and weights (it draws random numbers "
-            "torch's seed does not fix)")), None
+            "torch's seed does not fix)"))
     error, tolerance = f"{worst:.3g}", f"{tol:g}"
-    return Verification(False, max_error=worst, tolerance=tol, dtype=dname,
+    return Verification(False, max_error=worst, tolerance=tol, dtype=dname, note=note,
                         reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
-                                   error=error, tolerance=tolerance)), None
+                                   error=error, tolerance=tolerance))
 
 
 def check_sizes(call: Call, sizes: dict, assumed: dict) -> dict:
