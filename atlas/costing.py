@@ -62,21 +62,21 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
 
     def first_for(path: str):
         comp = comps.get(path)
-        return first_call_of(trace, model, comp.module_paths[0]) if comp is not None else None
+        return first_call_of(trace, model, comp.path) if comp is not None else None
 
     costs, totals = Costs(first_for), {}
     out = []
     for comp in doc.components:
-        if comp.module_paths[0] in trace.extra:    # recorded on inputs made up for it: no part of a forward
+        if comp.path in trace.extra:    # recorded on inputs made up for it: no part of a forward
             out.append(replace(comp, cost_reason=msg("Not counted: the model's forward() does not call it; its shapes "
                                                      "come from example inputs of its own.")))
             continue
-        call = first_call_of(trace, model, comp.module_paths[0])
+        call = first_call_of(trace, model, comp.path)
         if call is None or comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
             out.append(comp)            # no shapes, no sizes to state a count at (a forward that stopped before)
             continue
         flops, causal, uncounted = costs.of(call)
-        saved = record_of(trace, comp.module_paths[0]).saved
+        saved = record_of(trace, comp.path).saved
         act = activation_bytes(call, saved, first_for, totals)
         flops, causal, act = held(flops), held(causal), held(act)
         depends = _data_dependent(flops, causal, act)
@@ -138,7 +138,7 @@ def cache_per_token(trace, doc: ModelDoc):
         while path and path not in owner:
             path = path.rpartition(".")[0]
         comp = owner.get(path)
-        if comp is not None and path != comp.module_paths[0]:
+        if comp is not None and path != comp.path:
             continue
         total += sympy.diff(sympy.expand(size), t) * (comp.instances if comp is not None else 1)
     if "B" in (trace.specialized or ()) and trace.hints.get("B"):

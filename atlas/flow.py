@@ -65,7 +65,7 @@ def enrich(doc: ModelDoc, trace) -> ModelDoc:
     calls = trace.first_calls()
     comps = []
     for comp in doc.components:
-        call = calls.get(comp.module_paths[0]) if comp.id else trace.root
+        call = calls.get(comp.path) if comp.id else trace.root
         ok = comp.children and call is not None and call.failed is None and call.out is not None
         comps.append(replace(comp, flow=of_call(doc, call)) if ok else comp)
     return replace(doc, components=tuple(comps))

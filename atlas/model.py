@@ -293,6 +293,12 @@ class Component:
     cost_reason: object = None      # why there is no cost (a Text): it depends on sizes the data decides
     flow: Flow | None = None        # which child's output feeds which, in its forward's order
     counted_elsewhere: tuple[CountedElsewhere, ...] = ()    # of parameters_per_instance, tied tensors counted outside
+    lead: int = 0                   # the instance the page describes, in module_paths: the first the forward called
+
+    @property
+    def path(self) -> str:
+        """The module path of the instance the page describes (an expert the router sent no token to is not it)."""
+        return self.module_paths[self.lead]
 
     @property
     def parameters_total(self) -> int:

@@ -435,7 +435,7 @@ def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> Mode
     reader = _Reader()
     out = []
     for comp in doc.components:
-        module = model.get_submodule(comp.module_paths[0])
+        module = model.get_submodule(comp.path)
         found = reader.class_lines(type(module))
         if found is None:
             out.append(comp)

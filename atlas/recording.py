@@ -356,6 +356,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                          "sizes and the equations are written, and checked, at %(sizes)s",
                          symbols=", ".join(trace.specialized_at) or ", ".join(trace.specialized),
                          sizes=", ".join(f"{s} = {trace.hints[s]}" for s in trace.specialized if s in trace.hints)))
+        doc = replace(doc, components=_leads(model, doc.components, trace))
         shaped = probes.derive(model, doc, probed, budget_bytes, _limits(disc, bounds, symbols, trace.hints))
         shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, trace, vocab),
                          dims=dim_names)
@@ -364,10 +365,13 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
     if trace is None or trace.error is not None or trace.root is None:
         why = trace.error if trace is not None else None
         limits = _limits(disc, bounds, symbols, trace.hints if trace is not None else None)
-        shaped = probes.derive(model, doc, probed, budget_bytes, limits)
         probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
         concrete = probes.concrete_record(model, specs, probe, budget_bytes)
-        if concrete is not None and concrete.root is not None and concrete.error is None:
+        ran = concrete is not None and concrete.root is not None and concrete.error is None
+        if ran:
+            doc = replace(doc, components=_leads(model, doc.components, concrete))
+        shaped = probes.derive(model, doc, probed, budget_bytes, limits)
+        if ran:
             shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, concrete, vocab))
         failure = _root_failure(shaped, first_error or why)
         if failure is None and probe:
@@ -379,9 +383,9 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes), dims=dim_names), concrete, notes,
                        failure, apart)
     comps = []
-    for comp in doc.components:
-        module = model.get_submodule(comp.module_paths[0])
-        call = trace_shapes.first_call_of(trace, model, comp.module_paths[0])
+    for comp in _leads(model, doc.components, trace):
+        module = model.get_submodule(comp.path)
+        call = trace_shapes.first_call_of(trace, model, comp.path)
         if call is not None:
             shapes = trace_shapes.of_call(call, vocab, "fake")
         else:
@@ -472,14 +476,26 @@ def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:
                                                               for d in spec.dims))
 
 
+def _leads(model: nn.Module, components, trace) -> tuple:
+    """Each component led by the first of its instances the forward called, where its first was not: a router
+    may send no token to the first of its experts, and the page then describes one that ran."""
+    out = []
+    for comp in components:
+        if comp.instances > 1 and trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
+            called = (i for i, p in enumerate(comp.module_paths) if trace_shapes.first_call_of(trace, model, p))
+            comp = replace(comp, lead=next(called, 0))
+        out.append(comp)
+    return tuple(out)
+
+
 def _own_where_not_called(model: nn.Module, components, trace, vocab) -> tuple:
     """Shapes from forwards at several sizes (probes) know nothing of calls: a part the record shows the forward
     never calls gets a record of its own there too, not the probes' `[B, ?]` (a dropout Nystromformer defines and
     does not use)."""
     out = []
     for comp in components:
-        if trace_shapes.first_call_of(trace, model, comp.module_paths[0]) is None:
-            module = model.get_submodule(comp.module_paths[0])
+        if trace_shapes.first_call_of(trace, model, comp.path) is None:
+            module = model.get_submodule(comp.path)
             comp = replace(comp, shapes=_own_record(model, module, comp, trace, vocab))
         out.append(comp)
     return tuple(out)
@@ -497,7 +513,7 @@ def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shap
     sub = trace_run.symbolic(module, specs, {s: HINTS[i] for i, s in enumerate(symbols)})
     if sub.error is not None or sub.root is None or sub.specialized:
         return not_called
-    trace.extra[comp.module_paths[0]] = sub
+    trace.extra[comp.path] = sub
     on = msg("its declared inputs (%(inputs)s)", inputs=", ".join(own)) if declared else \
         msg("inputs made up from its sizes")
     return trace_shapes.of_call(sub.root, vocab, "own", on)     # not what the model passes it: pages say so

@@ -480,7 +480,7 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     checked = _checked_runs(target, specs, probes, method, doc, limits)
     comps = []
     for comp in doc.components:
-        module = target.get_submodule(comp.module_paths[0])
+        module = target.get_submodule(comp.path)
         recs = [run.get(id(module)) for run in runs]
         seen = [(sizes, run[id(module)]) for sizes, run in checked if id(module) in run]
         own = getattr(module, "atlas_inputs", None) or leaf_inputs(module)

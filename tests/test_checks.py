@@ -161,3 +161,20 @@ def test_a_forward_that_reads_its_mask_to_choose_its_path_is_checked_on_the_mask
     spanish = (tmp_path / "globalflag" / "encoder" / "index.es.md").read_text()
     assert ("Entradas tomadas como las calcula el modelo, no al azar: \\`mask\\`; con valores al azar forward() los "
             "lee y toma otro camino que con los del propio modelo.") in spanish
+
+
+def test_alike_instances_whose_first_is_not_called_are_described_by_the_first_that_is(tmp_path, capsys):
+    comps = describe("first_expert_idle", capsys)
+    experts = comps["experts"]
+    assert experts["module_paths"] == ["experts.0", "experts.1", "experts.2"] and experts["lead"] == 1
+    assert experts["shapes"]["status"] == "derived" and experts["cost"]["flops"] == "128*B*T"
+    assert comps["experts.up"]["lead"] == 1 and comps["experts.up"]["cost"]["flops"] == "64*B*T"
+    assert all(verified(c) for c in comps.values())
+    assert comps[""]["lead"] == 0 and comps[""]["cost"]["flops"] == "256*B*T"     # two experts ran, not three
+    assert main(["build", f"{CHECKS}:first_expert_idle", "--docs", str(tmp_path)]) == 0
+    capsys.readouterr()
+    page = tmp_path / "firstexpertidle" / "experts"
+    assert ("Shapes, equations and costs on this page are those of `experts.1`, the first instance the model's "
+            "`forward()` called: it did not call `experts.0` with the example inputs.") in (page / "index.md").read_text()
+    assert "son los de `experts.1`, la primera instancia" in (page / "index.es.md").read_text()
+    assert "the first instance the model" not in (tmp_path / "firstexpertidle" / "index.md").read_text()

@@ -123,7 +123,7 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
         why = comp.shapes.reason if comp.shapes else msg("no shapes")
         return Equations(EquationStatus.NOT_DERIVED,
                          reason=msg("no example inputs reach this component (%(why)s)", why=why)), comp.summary
-    call = first_call_of(trace, None, comp.module_paths[0]) if trace is not None else None
+    call = first_call_of(trace, None, comp.path) if trace is not None else None
     if call is None:
         return Equations(EquationStatus.NOT_DERIVED, reason=msg("the record has no complete call of this component")), \
             comp.summary
@@ -132,14 +132,14 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
     except Unsupported as exc:
         return Equations(EquationStatus.NOT_DERIVED, reason=exc.reason), comp.summary
     sentence = prog.summary if prog.summary and not getattr(module, "atlas_summary", None) else comp.summary
-    base = comp.module_paths[0]
+    base = comp.path
     eq = present(prog, status, vocab, lambda rel: link_ids.get(f"{base}.{rel}" if base else rel))
     _looped[comp.id] = {link_ids.get(f"{base}.{st.node.meta['link']}" if base else st.node.meta["link"])
                         for st in prog.steps if isinstance(st.node, Loop)}
     if not run:
         return eq, sentence
     from atlas.equations.verify import verify       # the check's machinery, for the runs that check
-    rec = record_of(trace, comp.module_paths[0])
+    rec = record_of(trace, comp.path)
     check = verify(module, prog, call, rec.hints, budget_bytes, working=rec.dtype, assumed=rec.assumed)
     return replace(eq, verification=check), sentence
 
@@ -153,7 +153,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DE
     start = time.perf_counter()
     with scalars.one_pass():
         for comp in doc.components:             # parents first: a loop in the parent says its blocks are chained
-            module = model.get_submodule(comp.module_paths[0])
+            module = model.get_submodule(comp.path)
             equations, sentence = equations_for(module, comp, trace, link_ids, vocab, budget_bytes, run, names.get,
                                                 comp.id in chained)
             chained.update(_looped.pop(comp.id, ()))
