@@ -41,6 +41,10 @@ _QUERIES = {"size", "dim", "numel", "stride", "is_floating_point", "is_complex",
             "has_names", "is_inference", "is_set_to", "__index__", "__int__", "__float__", "__bool__", "tolist",
             "__iter__", "__dir__", "__array__", "__getstate__", "__setstate__", "_typed_storage",
             "requires_grad_", "retain_grad", "register_hook", "__contains__", "__torch_function__"}
+# views of every element of a tensor, in its order: written into, the tensor is the view's new value reshaped back
+_RESHAPING_VIEWS = frozenset({"view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "unsqueeze",
+                              "squeeze"})
+_MAX_VIEW_CHAIN = 8        # views of views followed back to the tensor they view, at most
 _INPLACE_DUNDERS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
                     "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__", "__setitem__"}
 
@@ -259,23 +263,41 @@ class Recorder(TorchFunctionMode):
         return out
 
     def _through_view(self, view: torch.Tensor, enc_out, site) -> None:
-        """An in-place write into `base[index]` (`out[..., :4].copy_(a)`) changed `base` too: record that as
-        `base[index] = the view's new value`. Views made otherwise (a transpose, a view of a view) are left."""
-        base = self.by_id.get(id(view._base))
+        """An in-place write into a view changed what it views too, up to the tensor that owns the storage. Each
+        view on the way, made from the one above it, is given its new value in turn: one made by indexing
+        (`out[..., :4].copy_(a)`) as `above[index] = its new value`; one reshaping every element of the one above
+        (BigBird's `attention_probs.view(b, h, n, k, n, k)[:, :, 1].scatter_(...)`) as its new value reshaped
+        back, the same elements in the same order. Views made otherwise (a transpose) are left."""
         refs = _refs(enc_out)
-        if base is None or base.obj is not view._base or len(refs) != 1:
-            return
-        # the view's value before the write: the Value the in-place op read as its first argument
         before = self.stack[-1].events[-1].args[0] if self.stack[-1].events else None
-        view_made = before.value.made_by if isinstance(before, Ref) else None
-        if view_made is None or view_made.name != "Tensor.__getitem__" or not isinstance(view_made.args[0], Ref) \
-                or view_made.args[0].value.obj is not view._base:
+        if len(refs) != 1 or not isinstance(before, Ref) or id(view._base) not in self.by_id:
             return
-        new_base = Ref(self.new_value(view._base, "op"))
-        event = OpEvent(torch.Tensor.__setitem__, "Tensor.__setitem__", (Ref(base), view_made.args[1], refs[0]), {},
-                        new_base, site, True)
-        new_base.value.made_by = event
-        self.stack[-1].events.append(event)
+        chain, value = [], before.value             # from the view written into, up to the owner
+        while value.obj is not view._base:
+            made = _made_as_view(value)
+            kind = made.name.removeprefix("Tensor.") if made is not None else None
+            if kind != "__getitem__" and kind not in _RESHAPING_VIEWS or len(chain) == _MAX_VIEW_CHAIN:
+                return
+            above = made.args[0].value
+            latest = self.by_id.get(id(above.obj))
+            if kind != "__getitem__" and latest is not above and not (   # written since, other than through it
+                    latest is not None and latest.made_by is not None and latest.made_by.name == "Tensor.reshape"
+                    and latest.made_by.args[0].value is self.by_id.get(id(value.obj))):
+                return
+            chain.append((made, above))
+            value = above
+        new = refs[0]
+        for made, above in chain:
+            if made.name == "Tensor.__getitem__":
+                latest = self.by_id.get(id(above.obj), above)
+                func, name, args = torch.Tensor.__setitem__, "Tensor.__setitem__", (Ref(latest), made.args[1], new)
+            else:
+                func, name, args = torch.Tensor.reshape, "Tensor.reshape", (new, self.encode(tuple(above.obj.shape)))
+            out = Ref(self.new_value(above.obj, "op"))
+            event = OpEvent(func, name, args, {}, out, site, name == "Tensor.__setitem__")
+            out.value.made_by = event
+            self.stack[-1].events.append(event)
+            new = out
 
     def _site(self):
         frame = sys._getframe(2)
@@ -570,6 +592,16 @@ def _tensors(x) -> list[torch.Tensor]:
 
 
 _INPLACE_AT: dict = {}      # a callable -> the position of its `inplace` parameter (-1: none)
+
+
+def _made_as_view(value):
+    """The call that made `value`'s tensor as a view of another, past the writes into the tensor since."""
+    made = value.made_by
+    while made is not None and made.args and isinstance(made.args[0], Ref) and made.args[0].value.obj is value.obj \
+            and made.args[0].value is not value and (made.inplace or made.name == "Tensor.__setitem__"):
+        value = made.args[0].value
+        made = value.made_by
+    return made if made is not None and made.args and isinstance(made.args[0], Ref) else None
 
 
 def _inplace_flag(func, args, kwargs) -> bool:
