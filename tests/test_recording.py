@@ -90,6 +90,16 @@ def test_a_value_named_like_a_size_symbol_gets_a_name_of_its_own():
     assert doc.root.equations.verification.verified
 
 
+def test_a_usual_letter_that_is_a_size_symbol_is_not_used():
+    """Scores are S in papers; beside a source length S they keep their own name, not S' (one letter, two
+    meanings to a reader: LongT5's `S' = einsum(...)` above `o[:, :S]`)."""
+    doc = document(load(f"{SPEC}:scores_beside_s"), Settings(cost=False))
+    names = [s.tex for s in doc.root.equations.symbols]
+    assert r"\mathrm{scores}" in names and "A" in names and "x" in names
+    assert not any(n.startswith("S") for n in names), names
+    assert doc.root.equations.verification.verified
+
+
 def test_upsampling_keeps_its_sizes_symbolic(capsys):
     """F.interpolate to a size (its composite kernel refused symbolic sizes) and by a scale (its Python pinned every
     size to its hint): both run through aten's decompositions, and the record stays a formula in B, H, W."""

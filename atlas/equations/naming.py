@@ -60,7 +60,7 @@ def name(prog: Program, draft=None, carried: str | None = None, reserved: tuple[
             own = _forward_name(draft, value)
             var = own or var.replace("[", "_").replace("]", "")
         sym.stream = stream_of(var)
-        claim(key, tex_name(var))
+        claim(key, tex_name(var, avoid=reserved))
     # parameters: W, b, γ, β, with the owner's attribute as a subscript
     gains = {s.binding[1]: r"\gamma" for s in syms.values()
              if s.kind == "param" and s.base == "weight" and s.shape is not None and len(s.shape) == 1}
@@ -95,7 +95,7 @@ def name(prog: Program, draft=None, carried: str | None = None, reserved: tuple[
         sym = syms[step.key]
         if sym.fixed or sym.kind != "value":
             continue
-        tex = _value_tex(sym, draft, syms)
+        tex = _value_tex(sym, draft, syms, reserved)
         sym.stem = tex.rstrip("'")
         if isinstance(step.node, Loop):
             tex = "{" + sym.stem + "}_{" + str(step.node.meta["count"]) + "}"
@@ -117,7 +117,7 @@ def _forward_name(draft, value) -> str | None:
     return None
 
 
-def _value_tex(sym, draft, syms) -> str:
+def _value_tex(sym, draft, syms, reserved: tuple[str, ...] = ()) -> str:
     base = sym.base
     if base is not None and not base.lstrip("_")[:1].isalpha():
         base = None             # a container entry's index (the output of Sequential's `0`) is no name: 0 = W x
@@ -134,7 +134,7 @@ def _value_tex(sym, draft, syms) -> str:
         key = node.key if isinstance(node, Sym) else getattr(draft, "key_of", {}).get(id(node))
         if key in syms and syms[key].tex and (accent or primes):
             return tex_name(base, stem_tex=syms[key].tex)
-    return tex_name(base)
+    return tex_name(base, avoid=reserved)
 
 
 def _role(section: str, draft) -> str:

@@ -62,9 +62,11 @@ def parts(name: str) -> tuple[str, str | None, int]:
     return "_".join(words), accent, primes
 
 
-def tex_name(name: str, stem_tex: str | None = None) -> str:
-    """A Python identifier as LaTeX; `stem_tex` replaces the stem (x_bar with x = u' -> \\bar{u'})."""
-    if name in CONVENTIONAL:
+def tex_name(name: str, stem_tex: str | None = None, avoid: tuple[str, ...] = ()) -> str:
+    """A Python identifier as LaTeX; `stem_tex` replaces the stem (x_bar with x = u' -> \\bar{u'}). The usual
+    letter for a name is not used where it is in `avoid`, the page's size symbols: attention scores are
+    \\mathrm{scores}, not S, beside a source length S."""
+    if name in CONVENTIONAL and CONVENTIONAL[name] not in avoid:
         name = CONVENTIONAL[name]
     stem, accent, primes = parts(name)
     words = [w for w in stem.split("_") if w]
