@@ -24,6 +24,7 @@ from atlas import buffer_values
 from atlas import inputs as inputs_mod
 from atlas.trace import direct_calls, kinds
 from atlas.errors import where
+from atlas.fit_products import fit_grid
 from atlas.i18n import msg
 from atlas.model import Dim, DimNames, ModelDoc, Shapes, ShapeStatus, TensorShape
 
@@ -192,6 +193,9 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
     found = [e for e in found + floored if holds(e)]
     if not found:
         found = [e for e in _fit_pairs(values, table) if holds(e)]
+    if not found:           # patches over a height and a width (a vision transformer's tokens)
+        grid = fit_grid(values, probes, checks, [s for s in names if vocab.symbol_name(s) != "batch"])
+        found = [grid] if grid is not None else []
     if not found:           # rounding bends the slope two probes give (2/85 for floor(W/32) at 136, 221)
         strided = [f for mono, xs, at_checks in table
                    for f in [_strided(mono, xs, values, list(zip(at_checks, (value for _, value in checks))))]
@@ -220,8 +224,9 @@ def _rounded(a, b, mono, xs: list[int], values: list[int]):
 def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int]] = ()):
     """(how plain it is, floor((mono + m) / q) or its ceiling) fitting every probe, and each (mono's value, size)
     of `checks`: a stride q (a pool, a conv, a padded split) up to a CNN's 32 (64 at most). Where several fit four
-    probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest stride wins (strides multiply small numbers:
-    32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and between the symbols. Or a small multiple of one
+    probes, one with no shift wins (a patch of 14 is floor(H/14), which floor((H + 6)/16) fits from 40 to 80 too),
+    then the smoothest stride (W/32 and W/34 at W = 136, 221, 255, 340: strides multiply small numbers, 32 = 2^5,
+    320 = 2^6 · 5), then the smallest shift, here and between the symbols. Or a small multiple of one
     (2*ceiling(T/4)), where no rounding itself fits: a length padded to whole windows or chunks is one
     (8*ceiling(T/8), Longformer's windows of 8), up to 64."""
     if values[-1] <= values[0] or xs[-1] <= xs[0]:
@@ -249,7 +254,7 @@ def _strided_once(mono, xs: list[int], values: list[int], checks: list[tuple[int
             if low > high:
                 continue
             m = min(max(0, low), high) if low <= 0 <= high or low > 0 else high
-            key = (_largest_prime(q), abs(m), q, ceiling)
+            key = (m != 0, _largest_prime(q), abs(m), q, ceiling)
             if best is None or key < best[0]:
                 best = (key, q, m, ceiling)
     if best is None:
