@@ -360,6 +360,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         shaped = probes.derive(model, doc, probed, budget_bytes, _limits(disc, bounds, symbols, trace.hints))
         shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, trace, vocab),
                          dims=dim_names)
+        notes.extend(_cpu_probes(shaped))
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes,
                        _root_failure(shaped, None), _apart(model, trace, repeats, doc))
     if trace is None or trace.error is not None or trace.root is None:
@@ -379,6 +380,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                              "at several sizes and the equations are written, and checked, at %(sizes)s",
                              error=first_error or why or "?",
                              sizes=", ".join(f"{s} = {v}" for s, v in probe.items())))
+        notes.extend(_cpu_probes(shaped))
         apart = _called_otherwise(model, concrete, doc) if concrete is not None and concrete.root is not None else {}
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes), dims=dim_names), concrete, notes,
                        failure, apart)
@@ -474,6 +476,12 @@ def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:
         return spec
     return inputs_mod.InputSpec(spec.name, spec.dtype, tuple(fixed.get(d, d) if isinstance(d, str) else d
                                                               for d in spec.dims))
+
+
+def _cpu_probes(shaped: ModelDoc) -> list:
+    """The probes' own fallback, said once: their forward on the meta device failed, and they ran on a CPU copy."""
+    root = shaped.components[0].shapes if shaped.components else None
+    return [root.reason] if root is not None and root.method == "cpu" and root.reason else []
 
 
 def _leads(model: nn.Module, components, trace) -> tuple:

@@ -1,5 +1,7 @@
 """Named symbolic shapes: derived on the meta device, checked against real CPU forwards."""
 
+import json
+
 import pytest
 import sympy
 import torch
@@ -7,7 +9,7 @@ import torch
 from atlas import filters, inputs, shapes, spec, walk
 from atlas.cli import main
 from atlas.model import ShapeStatus
-from conftest import fixture_spec
+from conftest import ROOT, fixture_spec
 
 VOCAB = inputs.vocabulary({"B": "batch", "T": "positions"}, None)
 PROBES = [{"B": 2, "T": 6}, {"B": 3, "T": 10}, {"B": 5, "T": 14}]
@@ -144,16 +146,33 @@ def test_tuple_dict_outputs_and_expressions():
     assert [d.symbol or d.value for d in split.outputs[1].dims] == ["B", "T + 1", 4]
 
 
+def line_of_fixture(text: str) -> int:
+    return next(i for i, line in enumerate((ROOT / "tests" / "fixtures" / "models.py").read_text().splitlines(), 1)
+                if text in line)
+
+
 def describe(name, inputs_=None):
     loaded = spec.load(fixture_spec(name))
     return shapes.derive(loaded.model, walk.walk(loaded), inputs_)
 
 
-def test_data_dependent_falls_back_to_cpu():
+def test_data_dependent_falls_back_to_cpu(capsys):
     doc = describe("data_dependent")
     s = doc.component("fc").shapes
     assert s.status is ShapeStatus.DERIVED and s.method == "cpu"
     assert "meta-device forward failed" in s.reason
+
+
+def test_probes_run_on_a_cpu_copy_say_so_on_stderr(capsys):
+    """Reading its input through NumPy, the forward runs neither on fake tensors nor on the meta device: the
+    probes' CPU fallback is said once on stderr and on the model page, as every fallback is (DeepSeek-V2's was
+    only in each part's shapes)."""
+    assert main(["describe", fixture_spec("reads_numpy"), "--json"]) == 0
+    out = capsys.readouterr()
+    note = ("the meta-device forward failed (NotImplementedError: Cannot copy out of meta tensor; no data! "
+            f"(models.py:{line_of_fixture('.numpy().std()')})), so a tiny CPU forward was run")
+    assert out.err.count("the meta-device forward failed") == 1 and note in out.err
+    assert note in json.loads(out.out)["input_notes"]
 
 
 def test_failing_forward_is_documented_with_the_reason(tmp_path, capsys):
