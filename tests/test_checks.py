@@ -105,6 +105,19 @@ def test_a_data_dependent_child_is_a_linked_step_of_its_parent(capsys):
     # the module the loop calls takes u3 rows: checked at the two rows the record assumed
     expert = comps["moe.expert"]
     assert expert["equations"]["status"] == "derived" and verified(expert)
+    assert expert["outputs"][0]["shape"] == [{"symbol": "u3", "name": "decided by the data"}, 8]
+
+
+def test_a_size_the_data_decides_is_named_so_in_the_table_and_on_pages(tmp_path, capsys):
+    assert main(["describe", f"{CHECKS}:dispatch"]) == 0
+    table = capsys.readouterr().out
+    assert "[u3, 8]" in table and \
+        "u3: decided by the data, as the record had it (a count of routed tokens, of a mask's true values)" in table
+    assert main(["build", f"{CHECKS}:dispatch", "--docs", str(tmp_path)]) == 0
+    capsys.readouterr()
+    page = tmp_path / "dispatch" / "moe" / "expert"
+    assert "[u3 decided by the data, 8]" in (page / "index.md").read_text()
+    assert "[u3 decidido por los datos, 8]" in (page / "index.es.md").read_text()
 
 
 def test_the_record_notes_where_code_needed_a_data_dependent_number():
