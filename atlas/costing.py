@@ -9,6 +9,7 @@ from dataclasses import replace
 import sympy
 from torch import nn
 
+from atlas import branch_sizes
 from atlas.architecture import stated_contexts
 from atlas.equations.recorded import unbacked
 from atlas.i18n import msg
@@ -55,8 +56,10 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         return doc
     pinned = pinned_sizes(trace)
     at_pinned = {trace.symbols[s]: v for s, v in pinned.items() if s in trace.symbols}
+    multiples = branch_sizes.multiples(getattr(trace, "conditions", ()))     # the branch the record took
 
     def held(expr):
+        expr = branch_sizes.on_branch(expr, multiples)
         return sympy.expand(expr.subs(at_pinned)) if at_pinned and isinstance(expr, sympy.Basic) else expr
     comps = {path: c for c in doc.components for path in c.module_paths}
 

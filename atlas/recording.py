@@ -19,6 +19,7 @@ import sympy
 import torch
 from torch import nn
 
+from atlas import branch_sizes
 from atlas import inputs as inputs_mod
 from atlas import shapes as probes
 from atlas.errors import AtlasError
@@ -384,12 +385,12 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         apart = _called_otherwise(model, concrete, doc) if concrete is not None and concrete.root is not None else {}
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes), dims=dim_names), concrete, notes,
                        failure, apart)
-    comps = []
+    comps, on_branch = [], branch_sizes.multiples(trace.conditions)
     for comp in _leads(model, doc.components, trace):
         module = model.get_submodule(comp.path)
         call = trace_shapes.first_call_of(trace, model, comp.path)
         if call is not None:
-            shapes = trace_shapes.of_call(call, vocab, "fake")
+            shapes = trace_shapes.of_call(call, vocab, "fake", multiples=on_branch)
         else:
             shapes = _own_record(model, module, comp, trace, vocab)
         comps.append(replace(comp, shapes=shapes))

@@ -340,3 +340,20 @@ def test_a_patch_grid_over_height_and_width_is_fitted():
     assert shapes.fit([height(p) for p in probes], probes, vocab,
                       [(c, height(c)) for c in checks]).symbol == "floor(H/14)"
     assert filters.compact_symbol("floor(H/14)*floor(W/14) + 1") == "floor(H/14)·floor(W/14) + 1"
+
+
+def test_sizes_on_the_branch_the_record_took_are_written_as_that_branch_has_them():
+    """Falcon-H1's mixer pads T to a multiple of its chunk of 16 only when it is not one; recorded at T = 128, its
+    output length read floor((T + Mod(15T, 16))/floor(T/16 + Mod(15T, 16)/16))·floor(T/16 + Mod(15T, 16)/16),
+    32 at T = 20 where the output has 20. On the branch the record took, a multiple of 16, that is T."""
+    from atlas import branch_sizes
+    on = branch_sizes.multiples([("Mod(T, 16) <= 0", "modeling_falcon_h1.py:571"), ("Mod(S, 8) > 0", None),
+                                 ("Eq(Mod(H, 4), 0)", "x.py:1")])
+    assert on == {"T": 16, "H": 4}                      # a size that is no multiple tells nothing to substitute
+    mixer = "floor((T + Mod(15*T, 16))/floor(T/16 + Mod(15*T, 16)/16))*floor(T/16 + Mod(15*T, 16)/16)"
+    assert branch_sizes.on_branch(mixer, on) == "T"
+    assert branch_sizes.on_branch("floor(T/16)", on) == "T/16"
+    assert branch_sizes.on_branch("B*T + 3", on) == "B*T + 3"           # nothing shorter: unchanged
+    assert branch_sizes.on_branch(mixer, {}) == mixer
+    T = sympy.Symbol("T", positive=True, integer=True)
+    assert branch_sizes.on_branch(528 * T * sympy.floor(T / 16) * 16, on) == 528 * T**2

@@ -7,6 +7,7 @@ import inspect
 import sympy
 from torch import nn
 
+from atlas.branch_sizes import on_branch
 from atlas.inputs import DATA_DECIDED, Vocabulary
 from atlas.model import Dim, Shapes, ShapeStatus, TensorShape
 from atlas.trace.structures import Call, Ref, Trace
@@ -61,13 +62,15 @@ def named_inputs(call: Call) -> list[tuple[str, object]]:
     return items
 
 
-def _shape(name: str, value, vocab: Vocabulary) -> TensorShape:
-    return TensorShape(name, tuple(dim(s, vocab) for s in value.shape), value.dtype)
+def _shape(name: str, value, vocab: Vocabulary, multiples: dict) -> TensorShape:
+    return TensorShape(name, tuple(dim(on_branch(s, multiples), vocab) for s in value.shape), value.dtype)
 
 
-def of_call(call: Call, vocab: Vocabulary, method: str, note=None) -> Shapes:
-    ins = tuple(_shape(n, v, vocab) for n, v in named_inputs(call))
-    outs = tuple(_shape(n, v, vocab) for n, v in tensors("output", call.out))
+def of_call(call: Call, vocab: Vocabulary, method: str, note=None, multiples: dict | None = None) -> Shapes:
+    """The call's shapes; `multiples`: {symbol: m} where the record's branch holds for multiples of m only, each
+    size written as that branch has it (atlas.branch_sizes)."""
+    ins = tuple(_shape(n, v, vocab, multiples or {}) for n, v in named_inputs(call))
+    outs = tuple(_shape(n, v, vocab, multiples or {}) for n, v in tensors("output", call.out))
     return Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
 
 

@@ -1,0 +1,52 @@
+"""Sizes written on the branch the record took: where the code tested that a size is a multiple of m.
+
+Falcon-H1's mixer pads T up to a multiple of its chunk of 16 when it is not one, and the record, at T = 128,
+took the branch that holds where Mod(T, 16) <= 0. On that branch its output length,
+floor((T + Mod(15T, 16))/floor(T/16 + Mod(15T, 16)/16))·floor(T/16 + Mod(15T, 16)/16), is T; the page says the
+branch, and writes the size as the branch has it. Each size is rewritten with T = 16k, simplified, and written
+in T again, where that is shorter.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+
+_MULTIPLE = re.compile(r"^(?:Mod\((\w+), (\d+)\) <= 0|Eq\(Mod\((\w+), (\d+)\), 0\))$")
+
+
+def multiples(conditions) -> dict[str, int]:
+    """{symbol: m} for each condition (text, site) that says the symbol is a multiple of m."""
+    out = {}
+    for text, _site in conditions:
+        found = _MULTIPLE.match(str(text).strip())
+        if found:
+            name, m = (found.group(1), found.group(2)) if found.group(1) else (found.group(3), found.group(4))
+            out[name] = int(m)
+    return out
+
+
+def on_branch(expr, of: dict[str, int]):
+    """`expr` (sympy, or its text) with each symbol of `of` a multiple of its m: simplified there, or unchanged."""
+    if not of:
+        return expr
+    text = isinstance(expr, str)
+    e = _parse(expr) if text else expr
+    if not isinstance(e, sympy.Basic) or not any(str(s) in of for s in e.free_symbols):
+        return expr
+    by_name = {str(s): s for s in e.free_symbols}
+    ks = {name: sympy.Symbol(f"_k_{name}", positive=True, integer=True) for name in of if name in by_name}
+    inner = sympy.simplify(e.subs({by_name[n]: of[n] * k for n, k in ks.items()}))
+    back = sympy.expand(inner.subs({k: by_name[n] / of[n] for n, k in ks.items()}))
+    if sympy.count_ops(back) >= sympy.count_ops(e):
+        return expr
+    return str(back) if text else back
+
+
+def _parse(text: str):
+    try:
+        names = set(re.findall(r"\b[A-Za-z_]\w*\b", text)) - {"floor", "ceiling", "Mod", "Max", "Min", "sqrt"}
+        return sympy.sympify(text, locals={n: sympy.Symbol(n, positive=True, integer=True) for n in names})
+    except (sympy.SympifyError, SyntaxError, TypeError):
+        return None
