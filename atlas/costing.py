@@ -100,8 +100,10 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     kv = held(cache_per_token(trace, doc))
     reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned},
                                 {s: limit for s, (limit, _) in getattr(trace, "upper", {}).items()})
-    summary = CostSummary(reference, int(kv) if kv != 0 and kv.is_Integer else None,
-                          _attention_kernel(trace.root), tuple((s, v) for s, v in pinned.items() if s in symbols))
+    per_token = int(kv) if kv != 0 and kv.is_Integer else None
+    summary = CostSummary(reference, per_token, _attention_kernel(trace.root),
+                          tuple((s, v) for s, v in pinned.items() if s in symbols),
+                          _cache_not_counted(trace, doc, pinned) if per_token is None else None)
     return replace(doc, cost=root, cost_summary=summary)
 
 
@@ -127,14 +129,25 @@ def _origins(trace, names: list[str]) -> list[str]:
     return list(dict.fromkeys(found.get(name, name) for name in names))
 
 
-def cache_per_token(trace, doc: ModelDoc):
-    """The bytes the state the forward hands back (a KV cache) grows by per position, for one sequence: its
-    derivative in T at B = 1 (divided by B where the record pinned it), each module's part times its component's
-    instances (a skipped list entry wrote nothing; another entry that ran is counted by its first's). 0 where the forward hands back none (an encoder,
-    a model with no cache in its code) or where it does not grow with T (a recurrent state)."""
-    state, t = getattr(trace, "returned_state", None) or {}, trace.symbols.get("T")
-    if t is None:
-        return sympy.Integer(0)
+def _cache_not_counted(trace, doc: ModelDoc, pinned: dict):
+    """Why a forward that returns a state has no per-token figure: the code fixed its length (DeepSeek-V2's rotary
+    table through torch.polar pins T), so the state's size is a number, not a formula in T."""
+    if "T" not in pinned:
+        return None
+    total = returned_state_bytes(trace, doc)
+    at = {trace.symbols[s]: v for s, v in pinned.items() if s in (trace.symbols or {})}
+    b = (trace.symbols or {}).get("B")
+    total = sympy.sympify(total).subs({**at, **({b: 1} if b is not None else {})})
+    if not getattr(total, "is_Integer", False) or total == 0:
+        return None
+    return msg("not counted per token: the code fixed T = %(t)s, and the state the forward returns holds %(bytes)s "
+               "bytes for one sequence at that length", t=pinned["T"], bytes=f"{int(total):,}")
+
+
+def returned_state_bytes(trace, doc: ModelDoc):
+    """The bytes of the state the forward hands back (a KV cache), each module's part times its component's
+    instances (a skipped list entry wrote nothing; another entry that ran is counted by its first's)."""
+    state = getattr(trace, "returned_state", None) or {}
     owner = {path: c for c in doc.components for path in c.module_paths}
     total = sympy.Integer(0)
     for path, size in state.items():
@@ -143,7 +156,18 @@ def cache_per_token(trace, doc: ModelDoc):
         comp = owner.get(path)
         if comp is not None and path != comp.path:
             continue
-        total += sympy.diff(sympy.expand(size), t) * (comp.instances if comp is not None else 1)
+        total += sympy.expand(size) * (comp.instances if comp is not None else 1)
+    return total
+
+
+def cache_per_token(trace, doc: ModelDoc):
+    """The bytes the state the forward hands back (a KV cache) grows by per position, for one sequence: its
+    derivative in T at B = 1 (divided by B where the record pinned it). 0 where the forward hands back none (an
+    encoder, a model with no cache in its code) or where it does not grow with T (a recurrent state)."""
+    t = trace.symbols.get("T")
+    if t is None:
+        return sympy.Integer(0)
+    total = sympy.diff(returned_state_bytes(trace, doc), t)
     if "B" in (trace.specialized or ()) and trace.hints.get("B"):
         return total / trace.hints["B"]         # a record at the batch the code needed: all its sequences' cache
     b = trace.symbols.get("B")

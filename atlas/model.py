@@ -215,6 +215,7 @@ class CostSummary:
     kv_cache_bytes_per_token: int | None = None     # what the cache the forward returns grows by per token
     attention: str | None = None                 # how attention was computed in the record (for activations)
     pinned: tuple[tuple[str, int], ...] = ()     # sizes the code needed exactly: the formulas hold there only
+    kv_cache_note: str | None = None             # why no per-token figure, where the forward returns a state
 
 
 @dataclass(frozen=True)

@@ -232,6 +232,7 @@ def as_dict(doc: ModelDoc) -> dict:
             "kv_cache_bytes_per_token": doc.cost_summary.kv_cache_bytes_per_token,
             "attention": doc.cost_summary.attention,
             "pinned": dict(doc.cost_summary.pinned),
+            "kv_cache_note": doc.cost_summary.kv_cache_note,
         },
         "published": None if doc.published is None else {
             f.name: getattr(doc.published, f.name) for f in fields(Published)
@@ -292,7 +293,8 @@ def from_dict(data: dict) -> ModelDoc:
         cost=cost_from(t.get("cost")),
         cost_summary=None if data.get("cost_reference") is None else CostSummary(
             tuple(data["cost_reference"]["sizes"].items()), data["cost_reference"]["kv_cache_bytes_per_token"],
-            data["cost_reference"]["attention"], tuple(data["cost_reference"].get("pinned", {}).items())),
+            data["cost_reference"]["attention"], tuple(data["cost_reference"].get("pinned", {}).items()),
+            data["cost_reference"].get("kv_cache_note")),
         published=None if pub is None else Published(**pub),
         dims=DimNames(tuple((d["symbol"], d["name"]) for d in data["dims"]["symbols"]),
                       tuple((d["value"], d["label"]) for d in data["dims"]["fixed"])),

@@ -12,6 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from atlas import inputs as inputs_mod
 from atlas import pipeline, spec
+from atlas.cli import main
 from atlas.trace.run import DTYPES, _fake_tensors
 from atlas.trace.symbolic import SymbolicInputs
 from conftest import ROOT
@@ -378,6 +379,22 @@ def test_the_cache_per_token_is_one_sequences_where_the_record_pinned_the_batch(
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:batch_loop_with_cache"),
                             pipeline.Settings(verify=False))
     assert dict(doc.cost_summary.pinned) == {"B": 2} and doc.cost_summary.kv_cache_bytes_per_token == 32
+
+
+def test_a_cache_at_a_length_the_code_fixed_is_said_not_counted_per_token(tmp_path, capsys):
+    """DeepSeek-V2's rotary table pins T: the cache the forward returns is a number of bytes at that length, no
+    formula in T, and the model page said nothing of it, as of a model that keeps none. It says why there is no
+    figure per token, and what the state holds at the fixed length: 2 × 4 float32 numbers per token, all of them."""
+    spec_ = f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:position_loop_with_cache"
+    doc = pipeline.document(spec.load(spec_), pipeline.Settings(verify=False))
+    t = dict(doc.cost_summary.pinned)["T"]
+    assert doc.cost_summary.kv_cache_bytes_per_token is None
+    assert doc.cost_summary.kv_cache_note == (f"not counted per token: the code fixed T = {t}, and the state the "
+                                              f"forward returns holds {32 * t:,} bytes for one sequence at that length")
+    assert main(["build", spec_, "--docs", str(tmp_path)]) == 0
+    capsys.readouterr()
+    page = (tmp_path / "positionloopwithcache" / "index.md").read_text()
+    assert f"KV cache: not counted per token: the code fixed T = {t}, and the state" in page
 
 
 def test_an_image_model_has_no_per_token_figures():
