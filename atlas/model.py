@@ -295,6 +295,7 @@ class Component:
     flow: Flow | None = None        # which child's output feeds which, in its forward's order
     counted_elsewhere: tuple[CountedElsewhere, ...] = ()    # of parameters_per_instance, tied tensors counted outside
     lead: int = 0                   # the instance the page describes, in module_paths: the first the forward called
+    set_apart: str | None = None    # why alike entries beside it are other components: settings, or other inputs
 
     @property
     def path(self) -> str:

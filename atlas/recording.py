@@ -49,7 +49,7 @@ class Outcome:
     trace: object                   # atlas.trace.structures.Trace, or None
     notes: list = field(default_factory=list)      # Text sentences: how the inputs were found, retries
     failure: object = None          # a Text: why the model-level forward did not run, if it did not
-    apart: dict = field(default_factory=dict)   # module path -> its kind, for list entries that computed differently
+    apart: dict = field(default_factory=dict)   # module path -> (its kind, why), for list entries set apart
 
 
 def _choices_of(disc) -> list[Choice]:
@@ -398,10 +398,11 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
     return Outcome(doc, trace, notes, None, _apart(model, trace, repeats, doc))
 
 
-def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> dict[str, str]:
-    """{module path: kind} for the entries of each group of alike list entries whose kinds (atlas.trace.kinds)
-    computed differently in the run: kinds that computed the same share a label, and stay one component. And for
-    the instances of a component called otherwise than its first instance (_called_otherwise)."""
+def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> dict[str, tuple]:
+    """{module path: (kind, why)} for the entries of each group of alike list entries whose kinds
+    (atlas.trace.kinds) computed differently in the run: kinds that computed the same share a label, and stay one
+    component. And for the instances of a component called otherwise than its first instance (_called_otherwise).
+    `why` is what the component's page says of it."""
     out = _called_otherwise(model, trace, doc)
     for paths in repeats:
         keys = kinds.kinds([model.get_submodule(p) for p in paths])
@@ -416,11 +417,21 @@ def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> 
         labels: dict = {}
         label = {key: labels.setdefault(kinds.computation(call), str(len(labels))) for key, call in done.items()}
         if len(labels) > 1:
-            out.update((path, label[key]) for path, key in zip(paths, keys))
+            why = {lab: _settings_text([key for key in label if label[key] == lab]) for lab in labels.values()}
+            out.update((path, (label[key], why[label[key]])) for path, key in zip(paths, keys))
     return out
 
 
-def _called_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
+def _settings_text(keys: list[tuple]):
+    """Why entries are set apart: the settings all entries of that kind share and the others do not have."""
+    common = set.intersection(*(set(key) for key in keys))
+    shown = ", ".join(f"`{name}` = {value}" for name, value in sorted(common))
+    return msg("set apart from the alike entries of its list: its settings differ (%(settings)s), and so does what "
+               "it computes", settings=shown) if shown else msg("set apart from the alike entries of its list: "
+                                                                   "what it computes differs")
+
+
+def _called_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, tuple]:
     """{module path: label} for the instances of each component, where some were called otherwise than others
     were: with one tensor passed to other parameters, or with inputs of other sizes. Funnel's first layer gets one
     tensor as query, key and value, the later ones a pooled query beside the keys, the third block's at a quarter
@@ -438,7 +449,9 @@ def _called_otherwise(model: nn.Module, trace, doc: ModelDoc) -> dict[str, str]:
         seen = [p for p in patterns if p is not None]
         if len(set(seen)) < 2:
             continue
-        labels = {pattern: f"shared {i}" for i, pattern in enumerate(dict.fromkeys(seen))}
+        labels = {pattern: (f"shared {i}", msg(
+            "set apart from the other instances: the model calls it with other inputs (one tensor passed to other "
+            "arguments, or other sizes)")) for i, pattern in enumerate(dict.fromkeys(seen))}
         out.update((path, labels[pattern if pattern is not None else seen[0]])
                    for path, pattern in zip(comp.module_paths, patterns))
     return out

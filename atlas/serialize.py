@@ -62,6 +62,7 @@ def component_dict(c: Component) -> dict:
         "repeat": c.repeat,
         "module_paths": list(c.module_paths),
         "lead": c.lead,
+        "set_apart": c.set_apart,
         "parameters_per_instance": c.parameters_per_instance,
         "parameters_total": c.parameters_total,
         "counted_elsewhere": [{"counted_at": e.counted_at, "count": e.count} for e in c.counted_elsewhere],
@@ -262,7 +263,8 @@ def from_dict(data: dict) -> ModelDoc:
     def comp(c: dict) -> Component:
         return Component(
             id=c["id"], parent=c["parent"], name=c["name"], cls=c["class"], instances=c["instances"],
-            repeat=c["repeat"], module_paths=tuple(c["module_paths"]), lead=c["lead"], rows=tuple(row(r) for r in c["rows"]),
+            repeat=c["repeat"], module_paths=tuple(c["module_paths"]), lead=c["lead"],
+            set_apart=c.get("set_apart"), rows=tuple(row(r) for r in c["rows"]),
             buffers=tuple(BufferRow(b["name"], tuple(b["shape"]), b["dtype"], b["count"], b["persistent"])
                           for b in c["buffers"]),
             children=tuple(c["children"]), parameters_per_instance=c["parameters_per_instance"],

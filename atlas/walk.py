@@ -39,7 +39,7 @@ class _Position:
 class _Walker:
     def __init__(self, model: nn.Module, kinds: dict | None = None) -> None:
         self.model = model
-        self.kinds = kinds or {}        # module path -> kind, for list entries that compute differently
+        self.kinds = kinds or {}        # module path -> (kind, why), for list entries that compute differently
         self.owners = accounting.tensor_owners(model)
         self._sigs: dict[str, str] = {}
         self.components: list[Component] = []
@@ -52,7 +52,7 @@ class _Walker:
         parts = [
             qualname(type(module)),
             str(getattr(module, "atlas_name", "")),
-            self.kinds.get(path, ""),
+            str(self.kinds.get(path, ("", None))[0]),
             _extra_repr(module),
             [(n, accounting.shape_of(p), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
              for n, p in module._parameters.items() if p is not None],
@@ -129,6 +129,7 @@ class _Walker:
             summary=summary(m0),
             reconstruction=_text_attr(m0, "atlas_reconstruction"),
             name_is_prose=prose,
+            set_apart=self.kinds.get(path0, (None, None))[1],
         )
         self.components[index] = comp
         return comp
@@ -236,7 +237,8 @@ def model_name(model: nn.Module) -> tuple[str, str]:
 
 
 def walk(loaded: Loaded, kinds: dict | None = None) -> ModelDoc:
-    """The model's components; `kinds` ({module path: kind}) keeps apart list entries that compute differently."""
+    """The model's components; `kinds` ({module path: (kind, why)}) keeps apart list entries that compute
+    differently, and says why on their pages."""
     model = loaded.model
     walker = _Walker(model, kinds)
     walker.visit("", None, None, [("", model)], 1)

@@ -280,6 +280,19 @@ def test_alike_entries_that_compute_differently_are_components_apart(capsys):
     assert tanh("blocks.0-2") and not tanh("blocks.3") and tanh("heads")
     assert all(c["verification"]["verified"] for c in data["components"]), \
         [c["id"] for c in data["components"] if not c["verification"]["verified"]]
+    why = "set apart from the alike entries of its list: its settings differ (`squash` = {}), and so does what it " \
+          "computes"      # pages said nothing of it: two pages alike but for their paths (GPT-OSS's sliding layers)
+    assert [comps[cid]["set_apart"] for cid in ("blocks.0-2", "blocks.3", "heads")] == \
+        [why.format(True), why.format(False), None]
+
+
+def test_a_page_says_why_its_component_is_set_apart(tmp_path, capsys):
+    assert main(["build", f"{SPEC}:settings", "--docs", str(tmp_path)]) == 0
+    capsys.readouterr()
+    page = tmp_path / "settings" / "blocks" / "3"
+    assert ("This component is set apart from the alike entries of its list: its settings differ (\\`squash\\` = "
+            "False), and so does what it computes.") in (page / "index.md").read_text()
+    assert "Este componente está separado de las entradas parecidas de su lista" in (page / "index.es.md").read_text()
 
 
 def test_the_record_is_let_go_with_its_trace():
@@ -397,6 +410,8 @@ def test_layers_called_with_one_tensor_for_two_inputs_are_apart_from_the_others(
     reads = [{ref for line in c["equations"]["steps"] for ref in ("in.query", "in.key") if ref in line["markup"]}
              for c in layers]
     assert reads == [{"in.query"}, {"in.query", "in.key"}]
+    assert {c["set_apart"] for c in layers} == {"set apart from the other instances: the model calls it with other "
+                                                "inputs (one tensor passed to other arguments, or other sizes)"}
 
 
 def test_layers_called_at_other_lengths_are_apart(capsys):
