@@ -198,3 +198,18 @@ def test_a_size_the_data_decided_is_named_not_guessed():
     with pytest.raises(DataDependentSize) as info:
         ev.size(sympy.Symbol("u0") + sympy.Symbol("T"))
     assert info.value.symbols == ["u0"]
+
+
+@pytest.mark.parametrize("value, tex", [
+    (-3.4028234663852886e+38, r"-3.4028234663852886\times 10^{38}"),   # float32's lowest, Gemma2's mask fill
+    (3e-07, r"3\times 10^{-7}"), (-1e10, "-10^{10}"), (1e-05, "10^{-5}"), (10000.0, "10000"), (50.0, "50"),
+    (0.7978845608, "0.7978845608"), (float("-inf"), r"-\infty"), (float("nan"), r"\mathrm{NaN}"),
+    (-10000000000, "-10000000000"),
+])
+def test_numbers_print_as_latex_never_as_pythons_exponent(value, tex):
+    """Gemma2's and GPT-OSS's masks printed -3.4028234663852886e+38, LongT5's -10000000000: Python's notation in
+    an equation. The number printed is still the one the equations run with, digit for digit."""
+    assert Printer()(Num(value)) == tex
+    mantissa, _, exponent = tex.replace(r"\times 10^{", "e").rstrip("}").partition("e")
+    if "infty" not in tex and "NaN" not in tex and "^" not in mantissa:
+        assert float(mantissa + ("e" + exponent if exponent else "")) == value

@@ -202,18 +202,26 @@ def size_tex(e) -> str:
 
 
 def number_tex(x) -> str:
-    """1e-05 -> 10^{-5}; 50.0 -> 50; 0.1 -> 0.1; 0.7978845608 -> 0.7978845608."""
+    """1e-05 -> 10^{-5}; -1e10 -> -10^{10}; 10000.0 -> 10000; 50.0 -> 50; 0.1 -> 0.1; 0.7978845608 -> 0.7978845608;
+    -3.4028234663852886e+38 (float32's lowest, a mask's fill) -> -3.4028234663852886\\times 10^{38}: the number
+    the equations run with, in LaTeX, never Python's e+38."""
     if isinstance(x, int):
         return str(x)
-    if x == int(x) and abs(x) < 1e15:
+    if math.isinf(x) or math.isnan(x):
+        return r"\mathrm{NaN}" if math.isnan(x) else ("-" if x < 0 else "") + r"\infty"
+    if x < 0:
+        return "-" + number_tex(-x)
+    if x == int(x) and x < 1e10:    # 10000 (a rotary base, a mask's fill) as the code writes it
         return str(int(x))
     if x > 0:
         k = round(math.log10(x))
         if (k <= -3 or k >= 4) and abs(x - 10.0 ** k) <= 1e-12 * x:
             return "10^{" + str(k) + "}"
-    if x < 0:
-        return "-" + number_tex(-x)
-    return repr(float(x))           # a numpy float (np.sqrt(32)) prints as the number, not np.float64(...)
+    if x == int(x) and x < 1e15:
+        return str(int(x))
+    text = repr(float(x))           # a numpy float (np.sqrt(32)) prints as the number, not np.float64(...)
+    mantissa, _, exponent = text.partition("e")
+    return f"{mantissa}\\times 10^{{{int(exponent)}}}" if exponent else text
 
 
 class Printer:
