@@ -161,8 +161,9 @@ def _convolves_time(doc: ModelDoc, comp: Component) -> bool:
 
 def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait], list[Trait]]:
     """The hidden width most of the block's matrices outside attention share with the width (the smaller on a
-    tie: a fused gate-and-up projection is twice as wide as the down projection), and the experts' count."""
-    dims, experts = [], []
+    tie: a fused gate-and-up projection is twice as wide as the down projection, GPT-OSS's experts' [width,
+    2 × width] beside their square down projection), and the experts' count."""
+    dims, experts, squares = [], [], []
     for comp in _outside_attention(doc, stack):
         for row in comp.rows:
             if len(row.shape) == 3 and width in row.shape[1:] and min(row.shape) > 1:   # a matrix per expert
@@ -172,6 +173,8 @@ def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait
                 other = [d for d in matrix if d != width]
                 if other:
                     dims.append((other[0], comp.id))
+                else:
+                    squares.append(comp.id)
     counts = {e.value for e in experts}
     dims = [(d, cid) for d, cid in dims if d not in counts]           # a router's [experts, width]
     if not dims:
@@ -180,6 +183,8 @@ def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait
     for d, _ in dims:
         tally[d] = tally.get(d, 0) + 1
     best = min(tally, key=lambda d: (-tally[d], d))
+    if best == 2 * width and tally[best] == 1 and squares:     # fused gate-and-up, a square down projection
+        return [Trait(width, squares[0])], experts
     return [Trait(best, next(cid for d, cid in dims if d == best))], experts
 
 

@@ -224,9 +224,10 @@ def _rounded(a, b, mono, xs: list[int], values: list[int]):
 def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int]] = ()):
     """(how plain it is, floor((mono + m) / q) or its ceiling) fitting every probe, and each (mono's value, size)
     of `checks`: a stride q (a pool, a conv, a padded split) up to a CNN's 32 (64 at most). Where several fit four
-    probes, one with no shift wins (a patch of 14 is floor(H/14), which floor((H + 6)/16) fits from 40 to 80 too),
-    then the smoothest stride (W/32 and W/34 at W = 136, 221, 255, 340: strides multiply small numbers, 32 = 2^5,
-    320 = 2^6 · 5), then the smallest shift, here and between the symbols. Or a small multiple of one
+    probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest stride wins (strides multiply small numbers:
+    32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and between the symbols. The probes cannot always
+    tell: floor(H/14) and floor((H + 6)/16) agree from 40 to 80 px, and the second is taken (preferring no shift
+    instead trades as many conv strides with a shift, ceil((H - 1)/8), for unshifted ones). Or a small multiple of one
     (2*ceiling(T/4)), where no rounding itself fits: a length padded to whole windows or chunks is one
     (8*ceiling(T/8), Longformer's windows of 8), up to 64."""
     if values[-1] <= values[0] or xs[-1] <= xs[0]:
@@ -254,7 +255,7 @@ def _strided_once(mono, xs: list[int], values: list[int], checks: list[tuple[int
             if low > high:
                 continue
             m = min(max(0, low), high) if low <= 0 <= high or low > 0 else high
-            key = (m != 0, _largest_prime(q), abs(m), q, ceiling)
+            key = (_largest_prime(q), abs(m), q, ceiling)
             if best is None or key < best[0]:
                 best = (key, q, m, ceiling)
     if best is None:
