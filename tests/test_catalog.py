@@ -244,3 +244,10 @@ def test_meta_llama_code_names_its_heads_and_rotary_positions():
     freqs_cis: the catalog had no heads, no key/value heads and no positions for it."""
     a = _doc("tests/fixtures/models.py:meta_llama").architecture
     assert (values(a.heads), values(a.kv_heads), values(a.positions)) == ([4], [2], ["rotary"])
+
+
+def test_a_fused_gate_and_up_beside_a_square_down_projection_gives_the_width():
+    """GPT-OSS's experts fuse gate and up in one [d, 2h] weight and project down by a square [h, d] (h = d): the
+    catalog read an FFN width of 2h, the fused weight's, the square one being no evidence of a hidden width."""
+    a = _doc("tests/fixtures/contractions.py:interleaved_experts_lm").architecture
+    assert values(a.experts) == [2] and values(a.ffn) == [8] and values(a.width) == [8]
