@@ -198,3 +198,11 @@ def test_writes_into_a_view_of_a_view_change_the_tensor_it_views(capsys):
     assert verified(comps[""]) and comps[""]["verification"]["dtype"] == "float64"
     steps = [s["tex"] for s in comps[""]["equations"]["steps"]]
     assert any(r"\operatorname{reshape}_{B\times 8\times 8}" in s for s in steps), steps
+
+
+def test_a_float_read_on_the_same_path_keeps_the_random_mask_and_the_disagreement(capsys):
+    """A float read of the data decides no path; the model's own mask, all zeros, would hide what the equations
+    leave out (they were verified, 'taking another path', on the first version of the retry)."""
+    code = main(["describe", f"{CHECKS}:hides_the_mask", "--json", "--verify"])
+    err = capsys.readouterr().err
+    assert code == 1 and "inner: the equations differ from forward() by" in err

@@ -1,16 +1,18 @@
-"""What a forward() read from its data: the values its Python code took out of tensors.
+"""What a forward() decided from its data: the booleans and integers its Python code took out of tensors.
 
 A forward that branches on its data (`if mask.any():`, `flag = mask.any().item()`) can take, on the check's
 random inputs, a path the record did not: Longformer's encoder reads whether any position attends globally from
-a mask, and passes the answer to its layers as a plain bool. The values read (`bool()`, `.item()`, `.tolist()`,
-`int()`, `float()` of a tensor) tell two runs' paths apart; with the same reads, two runs took the same path.
+a mask, and passes the answer to its layers as a plain bool. The booleans and integers read (`bool()`,
+`.item()`, `.tolist()`, `int()`, `torch.equal`, `x in t`) are its path; two runs with the same ones took the
+same path. Floats read (a scale, a norm) decide no path: any input changes them.
 """
 
 from __future__ import annotations
 
 from torch.overrides import TorchFunctionMode
 
-_READS = frozenset({"__bool__", "item", "tolist", "__int__", "__float__", "__index__"})
+_READS = frozenset({"__bool__", "item", "tolist", "__int__", "__float__", "__index__", "equal", "allclose",
+                    "is_nonzero", "__contains__"})
 
 
 class DataReads(TorchFunctionMode):
@@ -26,3 +28,14 @@ class DataReads(TorchFunctionMode):
         if name in _READS:
             self.values.append((name, out))
         return out
+
+    @property
+    def path(self) -> list[tuple[str, object]]:
+        """The reads that decide a path: booleans, integers, lists of them."""
+        return [(name, value) for name, value in self.values if _decides(value)]
+
+
+def _decides(value) -> bool:
+    if isinstance(value, (bool, int)):
+        return True
+    return isinstance(value, list) and all(_decides(v) for v in value)

@@ -14,7 +14,9 @@ equations read.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import inspect
 import itertools
 import math
@@ -174,12 +176,15 @@ class _Run(NamedTuple):
     out: list | None                    # forward()'s outputs, None where it did not run
     error: object                       # why it did not run (Text), else None
     state: object                       # torch's random state forward() started from
-    reads: list                         # what it read from its data (atlas.equations.data_reads)
+    reads: list                         # the path it decided from its data, where watched (data_reads)
     converted: bool = False             # it ran, but converted tensors of its own out of the check's dtype
 
 
 def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, seed: int, working: str,
-             remake_floats: bool) -> _Run:
+             remake_floats: bool, watch: bool = False) -> _Run:
+    """A fresh instance, its inputs for the check, those inputs by parameter name, forward()'s outputs on them
+    (or forward()'s error, file:line, where it did not run), torch's random state forward() started from, and,
+    with `watch`, what it read from its data (the watch turns torch's fused fast paths off: only where asked)."""
     torch.manual_seed(seed)
     inst = materialize(module, dtype, seed)
     made = CheckInputs(inst, module, sizes, dtype, seed, working, remake_floats)
@@ -194,16 +199,16 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
         own_args, own_kwargs = copies((args, kwargs))
         state = torch.random.get_rng_state()
         before = _dtypes(inst)
-        with torch.no_grad(), reads:
+        with torch.no_grad(), (reads if watch else contextlib.nullcontext()):
             out = flat(inst(*own_args, **own_kwargs))
         converted = sorted(name for name, kind in _dtypes(inst).items() if name in before and kind != before[name])
         if converted:       # forward() converted tensors of its own (Switch's router keeps itself in float32)
             return _Run(inst, made, None, None, msg("forward() converts its own %(names)s from %(dtype)s to another "
                                                     "dtype", names=[f"`{n}`" for n in converted],
-                                                    dtype=str(dtype).removeprefix("torch.")), None, reads.values, True)
-        return _Run(inst, made, named, out, None, state, reads.values)
+                                                    dtype=str(dtype).removeprefix("torch.")), None, reads.path, True)
+        return _Run(inst, made, named, out, None, state, reads.path)
     except Exception as exc:  # forward() does not run on these inputs
-        return _Run(inst, made, None, None, where(exc), None, reads.values)
+        return _Run(inst, made, None, None, where(exc), None, reads.path)
 
 
 def _dtypes(module: nn.Module) -> dict:
@@ -217,13 +222,14 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
 
     Floating inputs the model computes (a mask, a rotary table) are random at first. They are taken as the model
     computes them where forward() does not run on random ones, and where the comparison fails because of them:
-    forward() gave NaN on them, or read its data and took another path than on the model's own values."""
+    forward() gave NaN on them, or decided its path from them (bool(), an integer read) otherwise than on the
+    model's own values. A comparison that fails on the same path stays a failure."""
     tol = tolerance_for(prog, dtype, working)
     dname = str(dtype).removeprefix("torch.")
-    run = _forward(module, call, sizes, dtype, seed, working, remake_floats=False)
-    why = None
+    forward = functools.partial(_forward, module, call, sizes, dtype, seed, working)
+    run, why = forward(remake_floats=False), None
     if run.error is not None and run.made.computed_floats:
-        again = _forward(module, call, sizes, dtype, seed, working, remake_floats=True)
+        again = forward(remake_floats=True)
         if again.error is None and again.made.computed_floats:
             run, why = again, msg("on random values forward() does not run")
     if run.converted:       # it says "dtype": verify() checks again in float32
@@ -242,22 +248,21 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
         return replace(found, note=_note(run, why)), None
     worst, nan = found
     if worst > tol and run.made.computed_floats and not run.made.remake_floats:
-        again = _forward(module, call, sizes, dtype, seed, working, remake_floats=True)
-        if again.error is None and not again.converted and again.made.computed_floats and \
-                (nan or again.reads != run.reads):
+        random_path, again = forward(remake_floats=False, watch=True).reads, forward(remake_floats=True, watch=True)
+        if again.error is None and again.made.computed_floats and (nan or again.reads != random_path):
             why = (msg("on random values forward() gives NaN") if nan else
                    msg("on random values forward() reads them and takes another path than on the model's own"))
             found = _compare(prog, again, sizes, dtype, working, tol)
             if isinstance(found, Verification):
                 return replace(found, note=_note(again, why)), None
             run, (worst, nan) = again, found
-    return _verdict(module, call, sizes, dtype, seed, working, run, worst, nan, tol, why), None
+    return _verdict(forward, run, worst, nan, tol, why), None
 
 
 def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working: str, tol: float):
     """(the largest error, NaN only in forward()'s outputs) of the equations against one run, or the Verification
     saying why they could not be compared."""
-    dname = str(dtype).removeprefix("torch.")
+    dname = _dtype_name(run)
     try:
         torch.random.set_rng_state(run.state)   # the numbers forward() drew (a VAE's randn_like), drawn again in order
         with torch.no_grad():
@@ -285,6 +290,10 @@ def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working:
     return worst, _nan_only_in(expected, got)
 
 
+def _dtype_name(run: _Run) -> str:
+    return str(run.made.dtype).removeprefix("torch.")
+
+
 def _note(run: _Run, why):
     """The floating inputs the check took as the model computes them, and why; None where all were random."""
     if why is None:
@@ -293,16 +302,17 @@ def _note(run: _Run, why):
                inputs=[f"`{n}`" for n in dict.fromkeys(run.made.computed_floats)], why=why)
 
 
-def _verdict(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, seed: int, working: str, run: _Run,
-             worst: float, nan, tol: float, why) -> Verification:
-    dname, note = str(dtype).removeprefix("torch."), _note(run, why)
+def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verification:
+    """The comparison's outcome: `forward` runs the instance again (a partial of _forward), to tell a forward() that
+    draws random numbers torch's seed does not fix from a disagreement."""
+    dname, note = _dtype_name(run), _note(run, why)
     if worst > tol and nan:     # forward() breaks down on the inputs made for it (a row with every key masked)
         return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(
             "not compared: forward() gives NaN at %(n)s of %(total)s values on the inputs the check made, where the "
             "equations give numbers: those inputs are outside what it handles", n=nan[0], total=nan[1]))
     if worst <= tol:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
         return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname, note=note)
-    again = _forward(module, call, sizes, dtype, seed, working, remake_floats=run.made.remake_floats).out
+    again = forward(remake_floats=run.made.remake_floats).out
     if again is not None and (len(again) != len(run.out) or any(
             not isinstance(a, torch.Tensor) or a.shape != e.shape or _error(e, a) > tol for e, a in zip(run.out, again))):
         return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(   # BigBird's random blocks
