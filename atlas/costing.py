@@ -134,10 +134,8 @@ def _cache_not_counted(trace, doc: ModelDoc, pinned: dict):
     table through torch.polar pins T), so the state's size is a number, not a formula in T."""
     if "T" not in pinned:
         return None
-    total = returned_state_bytes(trace, doc)
     at = {trace.symbols[s]: v for s, v in pinned.items() if s in (trace.symbols or {})}
-    b = (trace.symbols or {}).get("B")
-    total = sympy.sympify(total).subs({**at, **({b: 1} if b is not None else {})})
+    total = sympy.sympify(_one_sequence(returned_state_bytes(trace, doc), trace)).subs(at)
     if not getattr(total, "is_Integer", False) or total == 0:
         return None
     return msg("not counted per token: the code fixed T = %(t)s, and the state the forward returns holds %(bytes)s "
@@ -167,7 +165,11 @@ def cache_per_token(trace, doc: ModelDoc):
     t = trace.symbols.get("T")
     if t is None:
         return sympy.Integer(0)
-    total = sympy.diff(returned_state_bytes(trace, doc), t)
+    return _one_sequence(sympy.diff(returned_state_bytes(trace, doc), t), trace)
+
+
+def _one_sequence(total, trace):
+    """Bytes for the whole batch as one sequence's: B = 1, or divided by the batch the record was pinned at."""
     if "B" in (trace.specialized or ()) and trace.hints.get("B"):
         return total / trace.hints["B"]         # a record at the batch the code needed: all its sequences' cache
     b = trace.symbols.get("B")

@@ -417,14 +417,15 @@ def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> 
         labels: dict = {}
         label = {key: labels.setdefault(kinds.computation(call), str(len(labels))) for key, call in done.items()}
         if len(labels) > 1:
-            why = {lab: _settings_text([key for key in label if label[key] == lab]) for lab in labels.values()}
+            why = {lab: _settings_text([key for key in label if label[key] == lab],
+                                       [key for key in label if label[key] != lab]) for lab in labels.values()}
             out.update((path, (label[key], why[label[key]])) for path, key in zip(paths, keys))
     return out
 
 
-def _settings_text(keys: list[tuple]):
-    """Why entries are set apart: the settings all entries of that kind share and the others do not have."""
-    common = set.intersection(*(set(key) for key in keys))
+def _settings_text(keys: list[tuple], others: list[tuple]):
+    """Why entries are set apart: the settings all entries of that kind share and no entry of another has."""
+    common = set.intersection(*(set(key) for key in keys)) - set().union(*(set(key) for key in others))
     shown = ", ".join(f"`{name}` = {value}" for name, value in sorted(common))
     return msg("set apart from the alike entries of its list: its settings differ (%(settings)s), and so does what "
                "it computes", settings=shown) if shown else msg("set apart from the alike entries of its list: "
@@ -494,8 +495,9 @@ def _fix(spec: inputs_mod.InputSpec, fixed: dict) -> inputs_mod.InputSpec:
 
 def _cpu_probes(shaped: ModelDoc) -> list:
     """The probes' own fallback, said once: their forward on the meta device failed, and they ran on a CPU copy."""
-    root = shaped.components[0].shapes if shaped.components else None
-    return [root.reason] if root is not None and root.method == "cpu" and root.reason else []
+    found = next((c.shapes.reason for c in shaped.components if c.shapes is not None and c.shapes.method == "cpu"
+                  and c.shapes.status is ShapeStatus.DERIVED and c.shapes.reason), None)
+    return [found] if found else []
 
 
 def _leads(model: nn.Module, components, trace) -> tuple:

@@ -263,7 +263,7 @@ def from_dict(data: dict) -> ModelDoc:
     def comp(c: dict) -> Component:
         return Component(
             id=c["id"], parent=c["parent"], name=c["name"], cls=c["class"], instances=c["instances"],
-            repeat=c["repeat"], module_paths=tuple(c["module_paths"]), lead=c["lead"],
+            repeat=c["repeat"], module_paths=tuple(c["module_paths"]), lead=c.get("lead", 0),
             set_apart=c.get("set_apart"), rows=tuple(row(r) for r in c["rows"]),
             buffers=tuple(BufferRow(b["name"], tuple(b["shape"]), b["dtype"], b["count"], b["persistent"])
                           for b in c["buffers"]),

@@ -206,3 +206,10 @@ def test_a_float_read_on_the_same_path_keeps_the_random_mask_and_the_disagreemen
     code = main(["describe", f"{CHECKS}:hides_the_mask", "--json", "--verify"])
     err = capsys.readouterr().err
     assert code == 1 and "inner: the equations differ from forward() by" in err
+
+
+def test_every_write_through_one_view_reaches_the_tensor_it_views(capsys):
+    """The second write into one reshaping view was dropped ('differ by 0.5'): it was compared with the view's
+    value after its own write."""
+    comps = describe("writes_twice_through_a_view", capsys)
+    assert verified(comps[""]) and comps[""]["verification"]["dtype"] == "float64"

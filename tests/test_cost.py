@@ -460,3 +460,12 @@ def test_a_mixture_of_experts_says_the_6n_rule_overstates_it(ldlm_files):
     said = "N counts every expert's weights, while each token runs only the experts its router picks"
     assert said in page and "by the 6N rule with N = 528 trained parameters, 3.17 kFLOPs." in page
     assert "by the 6N rule" in ldlm_files["ldlm/index.md"] and said not in ldlm_files["ldlm/index.md"]
+
+
+def test_a_cache_at_a_pinned_batch_and_length_is_one_sequences():
+    """With the batch pinned too, the state's bytes were the whole batch's, said of one sequence."""
+    spec_ = f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:batch_and_position_loop_with_cache"
+    doc = pipeline.document(spec.load(spec_), pipeline.Settings(verify=False))
+    pinned = dict(doc.cost_summary.pinned)
+    assert set(pinned) == {"B", "T"} and doc.cost_summary.kv_cache_bytes_per_token is None
+    assert f"holds {32 * pinned['T']:,} bytes for one sequence" in doc.cost_summary.kv_cache_note

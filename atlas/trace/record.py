@@ -276,13 +276,14 @@ class Recorder(TorchFunctionMode):
         while value.obj is not view._base:
             made = _made_as_view(value)
             kind = made.name.removeprefix("Tensor.") if made is not None else None
-            if kind != "__getitem__" and kind not in _RESHAPING_VIEWS or len(chain) == _MAX_VIEW_CHAIN:
+            if kind != "__getitem__" and kind not in _RESHAPING_VIEWS or len(chain) == _MAX_VIEW_CHAIN or \
+                    any(isinstance(a, torch.dtype) for a in made.args[1:]):     # x.view(dtype): other elements
                 return
             above = made.args[0].value
             latest = self.by_id.get(id(above.obj))
             if kind != "__getitem__" and latest is not above and not (   # written since, other than through it
                     latest is not None and latest.made_by is not None and latest.made_by.name == "Tensor.reshape"
-                    and latest.made_by.args[0].value is self.by_id.get(id(value.obj))):
+                    and latest.made_by.args[0].value is value):
                 return
             chain.append((made, above))
             value = above
