@@ -81,11 +81,13 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
 
 def _side_by_side(calls: dict[int, Call]) -> bool:
     """Whether the forward ran the list's second entry on something other than the first one's result: experts
-    (each on the rows routed to it), not layers (each on the one before). `calls`: _entry_calls of the list."""
-    if 0 not in calls or 1 not in calls:
+    (each on the rows routed to it), not layers (each on the one before). `calls`: _entry_calls of the list; the
+    first two entries it called (a router may send no token to the first expert)."""
+    if len(calls) < 2:
         return False
-    first = {id(r.value) for r in _refs(calls[0].out)}
-    return not any(id(v) in first for v, _ in upstream([r.value for r in _refs((calls[1].args, calls[1].kwargs))], 6))
+    one, two = (calls[i] for i in sorted(calls)[:2])
+    first = {id(r.value) for r in _refs(one.out)}
+    return not any(id(v) in first for v, _ in upstream([r.value for r in _refs((two.args, two.kwargs))], 6))
 
 
 def _entry_calls(root: Call | None, parent: str) -> dict[int, Call]:
@@ -102,11 +104,11 @@ def _routed(calls: dict[int, Call]) -> bool:
     """Whether the list's first two entries read rows of one tensor, a few ops back (experts, each on the tokens
     routed to it), and neither reads what the other's input was computed from: not tensors of their own, one made
     from the other (Segformer's projections, one per stage of the encoder)."""
-    if 0 not in calls or 1 not in calls:
+    if len(calls) < 2:
         return False
-    given = [{id(r.value) for r in _refs((calls[i].args, calls[i].kwargs))} for i in (0, 1)]
-    read = [{id(v) for v, _ in upstream([r.value for r in _refs((calls[i].args, calls[i].kwargs))], 3)}
-            for i in (0, 1)]
+    pair = [calls[i] for i in sorted(calls)[:2]]        # the first two called, as _side_by_side
+    given = [{id(r.value) for r in _refs((c.args, c.kwargs))} for c in pair]
+    read = [{id(v) for v, _ in upstream([r.value for r in _refs((c.args, c.kwargs))], 3)} for c in pair]
     return bool(read[0] & read[1]) and not (given[0] & read[1]) and not (given[1] & read[0])
 
 

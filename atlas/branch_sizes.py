@@ -9,6 +9,7 @@ in T again, where that is shorter.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sympy
@@ -35,13 +36,22 @@ def on_branch(expr, of: dict[str, int]):
     e = _parse(expr) if text else expr
     if not isinstance(e, sympy.Basic) or not any(str(s) in of for s in e.free_symbols):
         return expr
-    by_name = {str(s): s for s in e.free_symbols}
-    ks = {name: sympy.Symbol(f"_k_{name}", positive=True, integer=True) for name in of if name in by_name}
-    inner = sympy.simplify(e.subs({by_name[n]: of[n] * k for n, k in ks.items()}))
-    back = sympy.expand(inner.subs({k: by_name[n] / of[n] for n, k in ks.items()}))
-    if sympy.count_ops(back) >= sympy.count_ops(e):
+    back = _simplified(e, tuple(sorted(of.items())))
+    if back is None:
         return expr
     return str(back) if text else back
+
+
+@functools.lru_cache(maxsize=4096)
+def _simplified(e, of: tuple):
+    """`e` with each (name, m) of `of` a multiple of m, where that is shorter; else None. sympy's simplify takes
+    10 to 80 ms and keeps no cache: a record's sizes repeat across its components and costs."""
+    multiple = dict(of)
+    by_name = {str(s): s for s in e.free_symbols}
+    ks = {name: sympy.Symbol(f"_k_{name}", positive=True, integer=True) for name in multiple if name in by_name}
+    inner = sympy.simplify(e.subs({by_name[n]: multiple[n] * k for n, k in ks.items()}))
+    back = sympy.expand(inner.subs({k: by_name[n] / multiple[n] for n, k in ks.items()}))
+    return back if sympy.count_ops(back) < sympy.count_ops(e) else None
 
 
 def _parse(text: str):

@@ -213,3 +213,11 @@ def test_every_write_through_one_view_reaches_the_tensor_it_views(capsys):
     value after its own write."""
     comps = describe("writes_twice_through_a_view", capsys)
     assert verified(comps[""]) and comps[""]["verification"]["dtype"] == "float64"
+
+
+def test_experts_whose_first_is_not_called_are_still_experts_in_the_catalog():
+    from atlas import pipeline
+    doc = pipeline.document(spec.load(f"{CHECKS}:routed_rows_first_idle"), pipeline.Settings(verify=False))
+    experts = doc.component("experts")
+    assert experts.lead == 1 and [t.value for t in doc.architecture.experts] == [4]
+    assert doc.architecture.layers == ()
