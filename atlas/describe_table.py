@@ -6,6 +6,7 @@ import re
 
 from atlas.filters import at_reference, compact_symbol, si
 from atlas.inputs import DATA_DECIDED
+from atlas.trace.shapes import decided_by_data
 from atlas.model import ModelDoc
 
 WIDTHS = (38, 26, 5, 15, 10, 9)
@@ -89,8 +90,9 @@ def table(doc: ModelDoc) -> str:
                      f"{si(at_reference(doc.cost.flops, doc.cost_summary.reference), '').strip()}")
     if doc.inputs:
         lines.append(f"inputs {' '.join(doc.inputs)}" + (f"  ({symbols})" if symbols else ""))
-    decided = sorted({u for c in doc.components if c.shapes for t in c.shapes.outputs for d in t.dims
-                      for u in re.findall(r"\bu\d+\b", d.symbol or "")}, key=lambda s: (len(s), s))
+    decided = sorted({u for c in doc.components if c.shapes for t in (*c.shapes.inputs, *c.shapes.outputs)
+                      for d in t.dims for u in re.findall(r"\b\w+\b", d.symbol or "") if decided_by_data(u)},
+                     key=lambda s: (len(s), s))
     if decided:
         lines.append(f"{', '.join(decided)}: {DATA_DECIDED}, as the record had it (a count of routed tokens, of a "
                      "mask's true values)")

@@ -406,12 +406,12 @@ def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> 
     out = _called_otherwise(model, trace, doc)
     for paths in repeats:
         keys = kinds.kinds([model.get_submodule(p) for p in paths])
-        firsts: dict = {}
+        done: dict = {}             # each kind's first entry the forward called (its first, where none was)
         for path, key in zip(paths, keys):
-            firsts.setdefault(key, path)
-        if len(firsts) < 2:
+            if done.get(key) is None:
+                done[key] = trace_shapes.first_call_of(trace, model, path)
+        if len(done) < 2:
             continue
-        done = {key: trace_shapes.first_call_of(trace, model, path) for key, path in firsts.items()}
         if any(call is None or call.skipped for call in done.values()):
             continue
         labels: dict = {}

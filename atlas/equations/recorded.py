@@ -10,6 +10,7 @@ import inspect
 
 from torch import nn
 
+from atlas.trace.shapes import decided_by_data
 from atlas.trace.structures import Call, Ref, Size
 
 
@@ -60,7 +61,7 @@ def input_sizes(expr) -> set:
 
 def unbacked(expr) -> set:
     """The data-dependent symbols (u0, u1: a count the data decides) among an expression's symbols."""
-    return {s for s in getattr(expr, "free_symbols", set()) if str(s)[:1] == "u" and str(s)[1:].isdigit()}
+    return {s for s in getattr(expr, "free_symbols", set()) if decided_by_data(str(s))}
 
 
 def shape_symbols(values) -> set:

@@ -22,11 +22,11 @@ def dim(size, vocab: Vocabulary) -> Dim:
     names = [str(s) for s in sorted(size.free_symbols, key=str)] if isinstance(size, sympy.Basic) else []
     order = [s for s, _ in vocab.symbols]
     names.sort(key=lambda s: order.index(s) if s in order else len(order))
-    label = " × ".join(vocab.symbol_name(s) or (DATA_DECIDED if _decided_by_data(s) else s) for s in names)
+    label = " × ".join(vocab.symbol_name(s) or (DATA_DECIDED if decided_by_data(s) else s) for s in names)
     return Dim(symbol=str(size), name=label or str(size))
 
 
-def _decided_by_data(symbol: str) -> bool:
+def decided_by_data(symbol: str) -> bool:
     """torch's name for a size the data decides: u0, u1 (a count of routed tokens, of a mask's true values)."""
     return symbol[:1] == "u" and symbol[1:].isdigit()
 
