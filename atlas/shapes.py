@@ -243,7 +243,7 @@ def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int
 def _strided_once(mono, xs: list[int], values: list[int], checks: list[tuple[int, int]]):
     if values[-1] <= values[0]:
         return None
-    best = None
+    best, fits = None, []
     points = list(zip(xs, values)) + list(checks)
     for q in range(2, 65):
         centre = values[0] * q - xs[0]
@@ -254,14 +254,35 @@ def _strided_once(mono, xs: list[int], values: list[int], checks: list[tuple[int
             high = min([centre + q] + [v * q - x if ceiling else v * q - x + q - 1 for x, v in points])
             if low > high:
                 continue
+            fits.append((q, low, high, ceiling))
             m = min(max(0, low), high) if low <= 0 <= high or low > 0 else high
             key = (_largest_prime(q), abs(m), q, ceiling)
             if best is None or key < best[0]:
                 best = (key, q, m, ceiling)
-    if best is None:
+    if best is None or _ambiguous(best[1:], fits, points):
         return None
     key, q, m, ceiling = best
     return key, (sympy.ceiling if ceiling else sympy.floor)((mono + m) / q)
+
+
+def _ambiguous(best: tuple, fits: list, points: list) -> bool:
+    """Whether a rounding with a smaller shift fits every point too and gives other sizes, from the smallest point
+    to four times the largest: the probes cannot tell which holds (floor(H/14) and floor((H + 6)/16) from 40 to
+    80 px: a stride of 14 unshifted, or of 16 shifted), and the smoother stride would be a guess, false at other
+    sizes. A chosen stride with no shift has no rival: a smooth stride unshifted is what models use (a window of
+    16, ceiling(T/16), which 15 fits up to T = 42 as well)."""
+    q, m, ceiling = best
+    xs = [x for x, _ in points]
+    span = range(min(xs), 4 * max(xs) + 1)
+
+    def at(q_, m_, c_, x):
+        return -(-(x + m_) // q_) if c_ else (x + m_) // q_
+    chosen = [at(q, m, ceiling, x) for x in span]
+    for q2, low, high, c2 in fits:
+        for m2 in range(low, high + 1):
+            if abs(m2) < abs(m) and [at(q2, m2, c2, x) for x in span] != chosen:
+                return True
+    return False
 
 
 def _largest_prime(n: int) -> int:
