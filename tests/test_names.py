@@ -45,3 +45,13 @@ def test_lower_first():
 def test_index_spec():
     assert names.index_spec(["0", "1", "2", "5", "7", "8"]) == "0-2,5,7-8"
     assert names.index_spec(["en", "fr"]) == "en,fr"
+
+
+@pytest.mark.parametrize("name, stream", [
+    ("q", "q"), ("k_pe", "k"), ("value_states", "v"), ("query_states", "q"), ("q_nope", "q"), ("V", "v"),
+    ("q_indices", None), ("k_mask", None), ("q_len", None), ("kv_seq_len", None), ("x", None),
+])
+def test_a_name_about_a_stream_is_not_the_stream(name, stream):
+    """LongT5's q_indices (query positions) were colored as queries."""
+    from atlas.equations.symbols import stream_of
+    assert stream_of(name) == stream

@@ -42,11 +42,18 @@ def _base(word: str) -> str:
     return r"\mathrm{" + word.replace("_", r"\_") + "}"
 
 
+# words after q, k or v that name something about a stream, not the stream: LongT5's q_indices are positions
+_ABOUT_A_STREAM = {"indices", "index", "idx", "ids", "mask", "len", "lens", "length", "lengths", "size", "sizes",
+                   "shape", "pos", "position", "positions"}
+
+
 def stream_of(name: str) -> str | None:
-    """q/Q, k_a, V, query_states ... -> "q" | "k" | "v" for the attention streams."""
+    """q/Q, k_a, V, query_states ... -> "q" | "k" | "v" for the attention streams; not q_indices, k_mask."""
     name = CONVENTIONAL.get(name, name)
-    head = name.split("_")[0]
-    return STREAMS.get(head.lower()) if len(head) == 1 else None
+    words = name.split("_")
+    if any(w.lower() in _ABOUT_A_STREAM for w in words[1:]):
+        return None
+    return STREAMS.get(words[0].lower()) if len(words[0]) == 1 else None
 
 
 def parts(name: str) -> tuple[str, str | None, int]:
