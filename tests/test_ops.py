@@ -213,3 +213,12 @@ def test_numbers_print_as_latex_never_as_pythons_exponent(value, tex):
     mantissa, _, exponent = tex.replace(r"\times 10^{", "e").rstrip("}").partition("e")
     if "infty" not in tex and "NaN" not in tex and "^" not in mantissa:
         assert float(mantissa + ("e" + exponent if exponent else "")) == value
+
+
+def test_a_tensor_of_no_dims_prints_as_its_value():
+    """A 0-dim tensor (torch.full((), -1.0)) printed -1\\,\\mathbf{1}_{}, an empty subscript: it is its value."""
+    pr = Printer().print
+    assert pr(t.Fill(Num(-1.0), (), shown=())) == r"\left(-1\right)"
+    assert pr(t.Fill(Num(0.0), (), shown=())) == "0" and pr(t.Fill(Num(2.5), (2,), shown=(2,))) == r"2.5\,\mathbf{1}_{2}"
+    ev = Evaluator({}, {}, torch.float64)
+    assert torch.equal(t.Fill(Num(-1.0), (), shown=()).run(ev, -1.0, ()), torch.tensor(-1.0, dtype=torch.float64))
