@@ -37,6 +37,13 @@ def md_text(text: str) -> str:
     return _MD_SPECIALS.sub(r"\\\1", text)
 
 
+def md_message(text: str) -> str:
+    """One of atlas's own messages (a reason, a note), inert like md_text, but for the names it quotes in
+    backticks (`input_ids`, `attention_mask`), which read as code: each quoted span is set by md_code."""
+    parts = re.split(r"`([^`\n]+)`", i18n.render(text))
+    return "".join(md_code(part) if i % 2 else md_text(part) for i, part in enumerate(parts))
+
+
 def md_code(text: str) -> str:
     """Inline code that holds any text, backticks included."""
     text = str(text)
@@ -124,7 +131,7 @@ def verification_note(e) -> str:
     else:
         text = msg("these equations, run in %(dtype)s on random inputs with a fixed seed in evaluation mode, "
                    "reproduce `forward()` to within %(error)s (tolerance %(tolerance)s).", **args)
-    return i18n.render(text) + ("" if v.note is None else f" {md_text(v.note)}.")
+    return i18n.render(text) + ("" if v.note is None else f" {md_message(v.note)}.")
 
 
 def step_link(cid: str, doc, href) -> str:
@@ -353,6 +360,7 @@ FILTERS = {
     "tex_thousands": tex_thousands,
     "shape": shape,
     "md_text": md_text,
+    "md_message": md_message,
     "md_code": md_code,
     "repeat_label": repeat_label,
     "repeat_count": repeat_count,

@@ -37,3 +37,12 @@ def test_cost_formulas_with_a_strided_size_print():
     tex = filters.cost_tex("576*B*floor(H/2 - 1/2)*floor(W/2 - 1/2) + 24*B*H*W + 1152*B*floor(H/2 - 1/2)")
     assert tex.startswith(r"24\,B\,H\,W+576\,B\,\left\lfloor") and tex.count(r"\lfloor") == 3
     assert filters.at_reference("24*B*H*W + 8*floor(H/2 - 1/2)", (("B", 1), ("H", 7), ("W", 2))) == 24 * 14 + 8 * 3
+
+
+def test_a_message_quotes_names_as_code_and_keeps_the_rest_inert():
+    """Notes and reasons quote the code's names in backticks (`input_ids`): they showed as literal backticks."""
+    from atlas.filters import md_message
+    assert md_message("inferred: `input_ids` is the model's *main* name") == \
+        r"inferred: `input_ids` is the model's \*main\* name"
+    assert md_message("an odd ` and <b>") == r"an odd \` and &lt;b&gt;"
+    assert md_message("a `tick`s` name") == r"a `tick`s\` name"
