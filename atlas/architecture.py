@@ -380,7 +380,9 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
     block_ids = {c.id for s in stacks for c in _outside_attention(doc, s)} | {s.id for s in stacks}
     calls = [c for c in root.calls() if by_path.get(c.path) in block_ids]
     events = [e for c in calls for e in c.events if isinstance(e, OpEvent)]
-    products = [[r.value for r in _refs(e.args)] for e in events if _short(e.name) in ("mul", "__mul__", "__rmul__")]
+    multiplied = [([r.value for r in _refs(e.args)], _outs(e)) for e in events
+                  if _short(e.name) in ("mul", "__mul__", "__rmul__")]
+    products = [args for args, _ in multiplied]
     sums = [([r.value for r in _refs(e.args)], _outs(e)) for e in events if _short(e.name) in _SUMS]
     squared = {id(r.value) for e in events for r in _refs(e.args[:1]) if _squares(e)}
     # what a top-k choice was computed from: a router's scores (DeepSeek-V3's sigmoid) are no activation
@@ -404,8 +406,8 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
                 factors = [v for ops in products if any(id(v) in outs for v in ops) for v in ops if id(v) not in outs]
                 if any(id(v) not in own and not _made_after(v, outs) for v in factors):
                     name = f"gated {name}"                  # times another stream (SwiGLU's up projection)
-                elif factors and name == "sigmoid":
-                    name = "Swish"                          # x·σ(βx): the input weighs itself (CLIP's quick GELU)
+                elif factors and name == "sigmoid":     # x·σ(βx): the input weighs itself (CLIP's quick GELU)
+                    name = "gated Swish" if _gated(multiplied, outs, own) else "Swish"     # GPT-OSS: (u + 1)·xσ(αx)
                 out.append(Trait(name, by_path.get(call.path)))
     return out
 
@@ -463,6 +465,14 @@ def _scaled_from(values, steps: int = 3) -> set[int]:
     layer computed them from (a learned gate σ(W·h) weighs h by another stream)."""
     scaled = _through(_SCALING, single=True)
     return {id(u) for v in values for u in _chain(v, scaled, steps)}
+
+
+def _gated(multiplied: list, outs: set[int], own: set[int]) -> bool:
+    """Whether x·σ(βx), the product that takes the sigmoid's output `outs`, is then multiplied by another stream:
+    one not made from the activation's own input, nor from the product itself."""
+    swish = {id(v) for args, made in multiplied if any(id(a) in outs for a in args) for v in made}
+    others = [v for args, _ in multiplied if any(id(a) in swish for a in args) for v in args if id(v) not in swish]
+    return any(id(v) not in own and not _made_after(v, swish | outs) for v in others)
 
 
 def _made_after(v, outs: set[int], depth: int = 8) -> bool:

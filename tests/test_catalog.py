@@ -103,7 +103,8 @@ def test_token_ids_reshaped_before_the_lookup_still_give_the_vocabulary():
     assert values(a.context) == [256] and values(a.activations) == ["ReLU"]
 
 
-@pytest.mark.parametrize("name, named", [("swish", "Swish"), ("scaled", "sigmoid"), ("gated", "gated sigmoid"),
+@pytest.mark.parametrize("name, named", [("swish", "Swish"), ("gated_swish", "gated Swish"), ("scaled", "sigmoid"),
+                                         ("gated", "gated sigmoid"),
                                          ("gelu_tanh", "GELU"), ("gelu_tanh_bloom", "GELU"), ("tanh", "tanh"),
                                          ("relu_squared", "squared ReLU"), ("routed", "SiLU")])
 def test_what_an_activation_is_combined_with_names_it(name, named):
