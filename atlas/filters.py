@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 from atlas import i18n, repeats
@@ -39,9 +40,11 @@ def md_text(text: str) -> str:
 
 def md_message(text: str) -> str:
     """One of atlas's own messages (a reason, a note), inert like md_text, but for the names it quotes in
-    backticks (`input_ids`, `attention_mask`), which read as code: each quoted span is set by md_code."""
-    parts = re.split(r"`([^`\n]+)`", i18n.render(text))
-    return "".join(md_code(part) if i % 2 else md_text(part) for i, part in enumerate(parts))
+    backticks (`input_ids`, `self_attn.layer_type`), which read as code: a quoted span with no space in it is set
+    as HTML code, escaped, so no text closes the paragraph it sits in. A quoted error message (it has spaces, and
+    may hold backticks of its own) stays text."""
+    parts = re.split(r"`([^`\s]+)`", i18n.render(text))
+    return "".join(f"<code>{html.escape(part)}</code>" if i % 2 else md_text(part) for i, part in enumerate(parts))
 
 
 def md_code(text: str) -> str:

@@ -171,7 +171,7 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
     """A dim's size at each probe -> a fixed size or the simplest expression in the symbols. `checks`: (sizes, the
     dim's size there) of probes every fit must also match (check_sizes); where none does, the dim varies."""
     def holds(expr) -> bool:
-        return all(int(expr.subs({s: sizes[str(s)] for s in expr.free_symbols})) == value for sizes, value in checks)
+        return all(expr.subs({s: sizes[str(s)] for s in expr.free_symbols}) == value for sizes, value in checks)
     if len(set(values)) == 1 and all(value == values[0] for _, value in checks):
         return Dim(value=values[0])
     names = list(probes[0])
@@ -226,8 +226,9 @@ def _strided(mono, xs: list[int], values: list[int], checks: list[tuple[int, int
     of `checks`: a stride q (a pool, a conv, a padded split) up to a CNN's 32 (64 at most). Where several fit four
     probes (W/32 and W/34 at W = 136, 221, 255, 340), the smoothest stride wins (strides multiply small numbers:
     32 = 2^5, 320 = 2^6 · 5), then the smallest shift, here and between the symbols. The probes cannot always
-    tell: floor(H/14) and floor((H + 6)/16) agree from 40 to 80 px, and the second is taken (preferring no shift
-    instead trades as many conv strides with a shift, ceil((H - 1)/8), for unshifted ones). Or a small multiple of one
+    tell: floor(H/14) and floor((H + 6)/16) agree from 40 to 80 px; where a fit with a smaller shift gives other
+    sizes, the dim reads "?" (_ambiguous), and preferring no shift outright would trade as many conv strides with a
+    shift, ceil((H - 1)/8), for unshifted ones. Or a small multiple of one
     (2*ceiling(T/4)), where no rounding itself fits: a length padded to whole windows or chunks is one
     (8*ceiling(T/8), Longformer's windows of 8), up to 64."""
     if values[-1] <= values[0] or xs[-1] <= xs[0]:
@@ -272,17 +273,15 @@ def _ambiguous(best: tuple, fits: list, points: list) -> bool:
     sizes. A chosen stride with no shift has no rival: a smooth stride unshifted is what models use (a window of
     16, ceiling(T/16), which 15 fits up to T = 42 as well)."""
     q, m, ceiling = best
+    if m == 0:
+        return False
     xs = [x for x, _ in points]
-    span = range(min(xs), 4 * max(xs) + 1)
+    span = range(min(xs), min(4 * max(xs), min(xs) + 2 * 64 * 64) + 1)   # two strides of 64 at most part by then
 
     def at(q_, m_, c_, x):
         return -(-(x + m_) // q_) if c_ else (x + m_) // q_
-    chosen = [at(q, m, ceiling, x) for x in span]
-    for q2, low, high, c2 in fits:
-        for m2 in range(low, high + 1):
-            if abs(m2) < abs(m) and [at(q2, m2, c2, x) for x in span] != chosen:
-                return True
-    return False
+    return any(any(at(q2, m2, c2, x) != at(q, m, ceiling, x) for x in span)
+               for q2, low, high, c2 in fits for m2 in range(low, high + 1) if abs(m2) < abs(m))
 
 
 def _largest_prime(n: int) -> int:

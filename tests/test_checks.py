@@ -169,10 +169,10 @@ def test_a_forward_that_reads_its_mask_to_choose_its_path_is_checked_on_the_mask
     assert main(["build", f"{CHECKS}:global_flag", "--docs", str(tmp_path)]) == 0
     capsys.readouterr()
     english = (tmp_path / "globalflag" / "encoder" / "index.md").read_text()
-    assert ("(tolerance 1e-09). Inputs taken as the model computes them, not at random: `mask`; on random "
+    assert ("(tolerance 1e-09). Inputs taken as the model computes them, not at random: <code>mask</code>; on random "
             "values forward() reads them and takes another path than on the model's own.") in english
     spanish = (tmp_path / "globalflag" / "encoder" / "index.es.md").read_text()
-    assert ("Entradas tomadas como las calcula el modelo, no al azar: `mask`; con valores al azar forward() los "
+    assert ("Entradas tomadas como las calcula el modelo, no al azar: <code>mask</code>; con valores al azar forward() los "
             "lee y toma otro camino que con los del propio modelo.") in spanish
 
 
@@ -212,6 +212,8 @@ def test_every_write_through_one_view_reaches_the_tensor_it_views(capsys):
     """The second write into one reshaping view was dropped ('differ by 0.5'): it was compared with the view's
     value after its own write."""
     comps = describe("writes_twice_through_a_view", capsys)
+    assert verified(comps[""]) and comps[""]["verification"]["dtype"] == "float64"
+    comps = describe("writes_twice_through_a_view_of_a_view", capsys)     # the tensor above is a view too
     assert verified(comps[""]) and comps[""]["verification"]["dtype"] == "float64"
 
 

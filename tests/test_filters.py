@@ -43,6 +43,8 @@ def test_a_message_quotes_names_as_code_and_keeps_the_rest_inert():
     """Notes and reasons quote the code's names in backticks (`input_ids`): they showed as literal backticks."""
     from atlas.filters import md_message
     assert md_message("inferred: `input_ids` is the model's *main* name") == \
-        r"inferred: `input_ids` is the model's \*main\* name"
+        r"inferred: <code>input_ids</code> is the model's \*main\* name"
     assert md_message("an odd ` and <b>") == r"an odd \` and &lt;b&gt;"
-    assert md_message("a `tick`s` name") == r"a `tick`s\` name"
+    assert md_message("`</p><script>x</script>`") == "<code>&lt;/p&gt;&lt;script&gt;x&lt;/script&gt;</code>"
+    quoted = md_message("`ValueError: give either `input_ids` or `inputs_embeds``")   # an error quoted whole
+    assert "<code>input_ids</code>" in quoted and "ValueError: give either" in quoted and "<script" not in quoted

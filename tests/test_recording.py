@@ -290,7 +290,7 @@ def test_a_page_says_why_its_component_is_set_apart(tmp_path, capsys):
     assert main(["build", f"{SPEC}:settings", "--docs", str(tmp_path)]) == 0
     capsys.readouterr()
     page = tmp_path / "settings" / "blocks" / "3"
-    assert ("This component is set apart from the alike entries of its list: its settings differ (`squash` = "
+    assert ("This component is set apart from the alike entries of its list: its settings differ (<code>squash</code> = "
             "False), and so does what it computes.") in (page / "index.md").read_text()
     assert "Este componente está separado de las entradas parecidas de su lista" in (page / "index.es.md").read_text()
 

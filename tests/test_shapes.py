@@ -377,3 +377,15 @@ def test_a_shifted_stride_another_unshifted_one_also_fits_is_not_guessed():
               {"B": 7, "H": 43, "W": 59}]
     height = lambda s: 14 * (s["H"] // 14)                                      # noqa: E731
     assert shapes.fit([height(p) for p in probes], probes, vocab, [(c, height(c)) for c in checks]).symbol == "?"
+
+
+def test_a_check_that_gives_a_fraction_refutes_the_fit():
+    """A fit was checked with int() of its value, which truncates: floor(H/4) read H/4 from probes starting at
+    64 px (64, 96, 128, 168 are multiples of 4), and a check at 65 px gave int(65/4) = 16 = floor(65/4)."""
+    limits = {"H": (64, None)}
+    probes = shapes.probe_sizes(["B", "H"], limits)
+    checks = shapes.check_sizes(probes, limits)
+    quarter = lambda s: s["H"] // 4                                             # noqa: E731
+    vocab = inputs.vocabulary({"B": "batch", "H": "height"}, None)
+    fitted = shapes.fit([quarter(p) for p in probes], probes, vocab, [(c, quarter(c)) for c in checks]).symbol
+    assert fitted in ("floor(H/4)", "?"), fitted

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch.overrides import TorchFunctionMode
 
-_READS = frozenset({"__bool__", "item", "tolist", "__int__", "__float__", "__index__", "equal", "allclose",
+_READS = frozenset({"__bool__", "item", "tolist", "__int__", "__index__", "equal", "allclose",
                     "is_nonzero", "__contains__"})
 
 

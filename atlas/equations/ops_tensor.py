@@ -272,8 +272,7 @@ class Fill(Node):
         value = self.args[0]
         v = getattr(value, "value", None)
         if not self.meta["shown"]:          # a tensor of no dims is its one value: -1, not -1\,\mathbf{1}_{}
-            text = p.print(value)
-            return r"\left(" + text + r"\right)" if text.startswith("-") else text
+            return p.wrap(value, ATOM)
         body = r"\mathbf{0}" if v == 0 else (r"\mathbf{1}" if v == 1 else p.print(value) + r"\,\mathbf{1}")
         return body + "_{" + shape_tex(self.meta["shown"]) + "}"
 

@@ -283,7 +283,7 @@ class Recorder(TorchFunctionMode):
             latest = self.by_id.get(id(above.obj))
             if kind != "__getitem__" and latest is not above and not (   # written since, other than through it
                     latest is not None and latest.made_by is not None and latest.made_by.name == "Tensor.reshape"
-                    and latest.made_by.args[0].value is value):
+                    and latest.made_by.args[0].value.obj is value.obj):
                 return
             chain.append((made, above))
             value = above
