@@ -29,17 +29,12 @@ def multiples(conditions) -> dict[str, int]:
 
 
 def on_branch(expr, of: dict[str, int]):
-    """`expr` (sympy, or its text) with each symbol of `of` a multiple of its m: simplified there, or unchanged."""
-    if not of:
+    """`expr` (a size: sympy, or an int) with each symbol of `of` a multiple of its m: simplified there, or
+    unchanged."""
+    if not of or not isinstance(expr, sympy.Basic) or not any(str(s) in of for s in expr.free_symbols):
         return expr
-    text = isinstance(expr, str)
-    e = _parse(expr) if text else expr
-    if not isinstance(e, sympy.Basic) or not any(str(s) in of for s in e.free_symbols):
-        return expr
-    back = _simplified(e, tuple(sorted(of.items())))
-    if back is None:
-        return expr
-    return str(back) if text else back
+    back = _simplified(expr, tuple(sorted(of.items())))
+    return expr if back is None else back
 
 
 @functools.lru_cache(maxsize=4096)
@@ -53,10 +48,3 @@ def _simplified(e, of: tuple):
     back = sympy.expand(inner.subs({k: by_name[n] / multiple[n] for n, k in ks.items()}))
     return back if sympy.count_ops(back) < sympy.count_ops(e) else None
 
-
-def _parse(text: str):
-    try:
-        names = set(re.findall(r"\b[A-Za-z_]\w*\b", text)) - {"floor", "ceiling", "Mod", "Max", "Min", "sqrt"}
-        return sympy.sympify(text, locals={n: sympy.Symbol(n, positive=True, integer=True) for n in names})
-    except (sympy.SympifyError, SyntaxError, TypeError):
-        return None

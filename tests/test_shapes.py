@@ -358,12 +358,13 @@ def test_sizes_on_the_branch_the_record_took_are_written_as_that_branch_has_them
     on = branch_sizes.multiples([("Mod(T, 16) <= 0", "modeling_falcon_h1.py:571"), ("Mod(S, 8) > 0", None),
                                  ("Eq(Mod(H, 4), 0)", "x.py:1")])
     assert on == {"T": 16, "H": 4}                      # a size that is no multiple tells nothing to substitute
-    mixer = "floor((T + Mod(15*T, 16))/floor(T/16 + Mod(15*T, 16)/16))*floor(T/16 + Mod(15*T, 16)/16)"
-    assert branch_sizes.on_branch(mixer, on) == "T"
-    assert branch_sizes.on_branch("floor(T/16)", on) == "T/16"
-    assert branch_sizes.on_branch("B*T + 3", on) == "B*T + 3"           # nothing shorter: unchanged
-    assert branch_sizes.on_branch(mixer, {}) == mixer
-    T = sympy.Symbol("T", positive=True, integer=True)
+    T, B = sympy.symbols("T B", positive=True, integer=True)
+    chunks = sympy.floor(T / 16 + sympy.Mod(15 * T, 16) / 16)
+    mixer = sympy.floor((T + sympy.Mod(15 * T, 16)) / chunks) * chunks
+    assert branch_sizes.on_branch(mixer, on) == T
+    assert branch_sizes.on_branch(sympy.floor(T / 16), on) == T / 16
+    assert branch_sizes.on_branch(B * T + 3, on) == B * T + 3               # nothing shorter: unchanged
+    assert branch_sizes.on_branch(mixer, {}) == mixer and branch_sizes.on_branch(7, on) == 7
     assert branch_sizes.on_branch(528 * T * sympy.floor(T / 16) * 16, on) == 528 * T**2
 
 
