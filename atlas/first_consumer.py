@@ -49,12 +49,13 @@ class Consumer:
     weight: torch.Tensor | None = None
     rank: int | None = None                  # from `B, T, C = x.size()` on the way
     how: str = "forward() source"            # "forward() source" or "module order"
+    argument: str | None = None              # the layer's forward() parameter the input binds to, where known
 
 
 def first_consumer(model: nn.Module, param: str) -> Consumer | None:
     """The first layer that consumes forward() parameter `param`, from the source, else from module order."""
     if isinstance(model, INFORMATIVE) and not isinstance(model, _READ_THROUGH):
-        return Consumer("", model, how="the model itself")
+        return Consumer("", model, how="the model itself", argument=param)
     try:
         found = _in_forward(model, "", param, type(model).forward, 0, None)
     except (OSError, TypeError, SyntaxError) as exc:        # no source (built-ins, REPL, C extensions)
@@ -86,7 +87,7 @@ def _enter(module: nn.Module, path: str, arg_index: int | None, keyword: str | N
            rank: int | None) -> Consumer | None:
     """The consumer inside `module`, reached with its positional argument `arg_index` or keyword `keyword`."""
     if isinstance(module, INFORMATIVE):
-        return Consumer(path, module, rank=rank)
+        return Consumer(path, module, rank=rank, argument=_parameter(module, arg_index, keyword))
     if isinstance(module, nn.Sequential):
         for key, child in module._modules.items():
             if child is None or isinstance(child, PASS_THROUGH):
@@ -108,6 +109,18 @@ def _enter(module: nn.Module, path: str, arg_index: int | None, keyword: str | N
         return _in_forward(module, path, name, type(module).forward, depth + 1, rank)
     except (OSError, TypeError, SyntaxError):
         return None
+
+
+def _parameter(module: nn.Module, arg_index: int | None, keyword: str | None) -> str | None:
+    """The name of the forward() parameter an argument binds to: its keyword, or the parameter at its position."""
+    if keyword is not None:
+        return keyword
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+    return params[arg_index].name if arg_index is not None and arg_index < len(params) else None
 
 
 def _in_forward(module: nn.Module, path: str, param: str, fn, depth: int, rank: int | None) -> Consumer | None:

@@ -64,11 +64,26 @@ def _says(where: Text, setting: str) -> Text:
     return msg("%(layer)s: %(setting)s", layer=where, setting=setting)
 
 
+# The mask parameters of torch's attention layers: the positions they span, T the queries' (S a decoder's memory's).
+# A padding mask is boolean, true where a key is left out; an attention mask additive, so that no example of it
+# leaves a query with no key to attend to.
+_MASKS = {"key_padding_mask": ("bool", ("B", "T")), "src_key_padding_mask": ("bool", ("B", "T")),
+          "tgt_key_padding_mask": ("bool", ("B", "T")), "memory_key_padding_mask": ("bool", ("B", "S")),
+          "attn_mask": (None, ("T", "T")), "src_mask": (None, ("T", "T")), "mask": (None, ("T", "T")),
+          "tgt_mask": (None, ("T", "T")), "memory_mask": (None, ("T", "S"))}
+_MASKED = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, nn.TransformerEncoder,
+           nn.TransformerDecoder)
+
+
 def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[Candidate]:
     if consumer.module is None:
         return _functional(consumer, float_dtype)
     m, where = consumer.module, _label(consumer)
     rank = consumer.rank
+    if isinstance(m, _MASKED) and consumer.argument in _MASKS:
+        dtype, dims = _MASKS[consumer.argument]
+        return [Candidate(dtype or float_dtype, dims, msg("%(layer)s: a mask, its %(argument)s argument",
+                                                          layer=where, argument=_code(consumer.argument)))]
     if isinstance(m, (nn.Embedding, nn.EmbeddingBag)):
         dims = _ranked(rank, [("B", "T"), ("B",)])
         setting = f"num_embeddings = {m.num_embeddings}"

@@ -262,16 +262,46 @@ def test_leaf_equations_follow_hyperparameters():
     assert r"{c_t} = {f_t}\odot {c_{t-1}}+{i_t}\odot {g_t}" in lstm and r"{h_t} = {o_t}\odot \tanh" in lstm
 
 
-def test_attention_called_with_a_mask_is_not_written_without_it():
-    """nn.MultiheadAttention's equations have no mask: called with one (torch's seq2seq with its causal target
-    mask), they are not derived, and the layer around it is checked with the real module in its place. They ran
-    without the mask, or with the mask in the keys' place, and the build failed."""
+def test_attention_called_with_a_mask_writes_the_mask():
+    """nn.MultiheadAttention called with a mask (torch's seq2seq with its causal target mask) adds it to the logits;
+    its equations were not derived, and a layer around it was checked with the real module in its place."""
     loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:masked_seq2seq")
     doc = pipeline.document(loaded, pipeline.Settings(cost=False))
     sa = doc.component("transformer.decoder.layers.self_attn")
-    assert sa.equations.status is EquationStatus.NOT_DERIVED and "called with a mask" in sa.equations.reason
+    assert sa.equations.status is EquationStatus.DERIVED and sa.equations.verification.verified
+    assert [t.name for t in sa.shapes.inputs] == ["query", "key", "value", "attn_mask"]
+    tex = "\n".join(summary(doc, sa.id))
+    assert r"{\sqrt{8}}+{\mathrm{attn}_{\mathrm{mask}}}\Big)" in tex
     assert doc.component("transformer.decoder.layers").equations.verification.verified
     assert doc.component("transformer.encoder.layers.self_attn").equations.verification.verified
+
+
+def test_causal_hint_is_the_causal_mask():
+    """TransformerEncoder(x, mask=causal, is_causal=True), as torch's docs write a language model: the layers and
+    their attention are written and checked (they were not derived: "called with a mask"), the attention with the
+    causal mask M explained beside it, since torch takes the hint in place of the mask it was given."""
+    doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:causal_encoder_lm")
+    for cid in ("blocks.layers", "blocks.layers.self_attn"):
+        e = doc.component(cid).equations
+        assert e.status is EquationStatus.DERIVED and e.verification.verified, (cid, e.reason)
+    tex = "\n".join(summary(doc, "blocks.layers.self_attn"))
+    assert r"{\sqrt{8}}+M\Big)" in tex
+    notation = doc.component("blocks.layers.self_attn").equations.notations
+    assert [tex for tex, _ in notation] == [r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}"]
+    layer = "\n".join(summary(doc, "blocks.layers"))
+    assert r"\left(\mathrm{src}\right),\,{\mathrm{src}_{\mathrm{mask}}}\right)" in layer
+
+
+def test_a_padding_mask_input_is_a_boolean_per_key():
+    """A padding mask the model takes as an input is inferred from the argument it is passed as, [B, T] booleans
+    (it was taken for the attention's query, float32[B, T, 16], and forward() failed), and the per-head weights asked
+    for are written per head, not averaged."""
+    doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:padded_attention")
+    assert doc.inputs == ("x:float32[B,T,16]", "padding:bool[B,T]")
+    e = doc.component("attn").equations
+    assert e.status is EquationStatus.DERIVED and e.verification.verified, e.reason
+    tex = "\n".join(summary(doc, "attn"))
+    assert r"\sum_{h=1}" not in tex and tex.count(r"\operatorname{softmax}") == 2
 
 
 def test_values_of_a_sequential_are_named_not_numbered():

@@ -80,7 +80,8 @@ class ChildCalls:
         args = [self.node_of(r) for r in refs(list(c.args) + list(c.kwargs.values()))]
         shapes = [r.value.shape for r in refs(list(c.args))]
         try:
-            leaf = leaves.build(c.module, d.prog, rel, args, rel.rsplit(".", 1)[-1], shapes)
+            named = leaves.named_arguments(c.module, c.args, c.kwargs, self.node_of)
+            leaf = leaves.build(c.module, d.prog, rel, args, rel.rsplit(".", 1)[-1], shapes, named)
         except (leaves.Unsupported, TypeError):
             return False
         if leaf.inline and not leaf.steps and isinstance(leaf.out, Node):

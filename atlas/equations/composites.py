@@ -10,27 +10,47 @@ from torch import nn
 
 from atlas.equations import ops_math as m
 from atlas.equations.leaves import REGISTRY, Leaf, LeafBuilder, Unsupported
-from atlas.equations.nodes import ATOM, Node, Sym
+from atlas.equations.nodes import ADD, ATOM, Node, Sym
 from atlas.i18n import msg
 
 
 class MHAOp(Node):
-    """nn.MultiheadAttention without masks: the output and the head-averaged attention weights."""
+    """nn.MultiheadAttention: the output and the attention weights (averaged over the heads unless asked not to).
+    The masks as F.multi_head_attention_forward applies them: `attn_mask` ([T, S], or [B·heads, T, S]) and
+    `key_padding_mask` ([B, S]) added to the logits, a boolean one as −∞ where it is true; with is_causal, no padding
+    mask and no weights asked for, torch takes the hint and applies the causal mask in place of attn_mask."""
+
+    def _proj(self, p, x, w, b):
+        core = p.wrap(x, ATOM) + r"\," + p.base(w) + "^{(h)}"
+        return core if b is None else r"\left(" + core + "+" + p.base(b) + r"^{(h)}\right)"
+
+    def _weights(self, p) -> str:
+        """The attention weights of head h: softmax over the keys of the scaled logits and the masks."""
+        q, k, _, wq, wk, _, bq, bk, _, _, _, mask, padding = self.args
+        logits = (r"\frac{" + self._proj(p, q, wq, bq) + r"\," + self._proj(p, k, wk, bk) + r"^{\mathsf T}}{\sqrt{"
+                  + str(self.meta["head_dim"]) + "}}")
+        for extra in (mask, padding):
+            if extra is not None:
+                logits += "+" + p.wrap(extra, ADD)
+        if self.meta.get("causal"):
+            logits += r"+\atlasref{c.causal}"
+        return r"\operatorname{softmax}\!\Big(" + logits + r"\Big)"
 
     def tex(self, p):
-        q, k, v, wq, wk, wv, bq, bk, bv, wo, bo = self.args
+        return self.item_tex(p, 0)
 
-        def proj(x, w, b):
-            core = p.wrap(x, ATOM) + r"\," + p.base(w) + "^{(h)}"
-            return core if b is None else r"\left(" + core + "+" + p.base(b) + r"^{(h)}\right)"
-
-        d = self.meta["head_dim"]
-        inner = (r"\operatorname{softmax}\!\Big(\frac{" + proj(q, wq, bq) + r"\," + proj(k, wk, bk) + r"^{\mathsf T}}"
-                 r"{\sqrt{" + str(d) + r"}}\Big)\," + proj(v, wv, bv))
+    def item_tex(self, p, i: int) -> str:
+        """Output 0, the attention's result; output 1, its weights, their mean over the heads by default."""
+        _, _, v, _, _, wv, _, _, bv, wo, bo, _, _ = self.args
+        if i == 1:
+            heads = str(self.meta["heads"])
+            return (r"\frac{1}{" + heads + r"}\sum_{h=1}^{" + heads + "}" + self._weights(p)
+                    if self.meta.get("average", True) else self._weights(p))
+        inner = self._weights(p) + r"\," + self._proj(p, v, wv, bv)
         out = r"\operatorname{concat}_h\!\Big(" + inner + r"\Big)\," + p.print(wo)
         return out if bo is None else out + "+" + p.print(bo)
 
-    def run(self, ev, q, k, v, wq, wk, wv, bq, bk, bv, wo, bo):
+    def run(self, ev, q, k, v, wq, wk, wv, bq, bk, bv, wo, bo, mask, padding):
         heads, batch_first = self.meta["heads"], self.meta["batch_first"]
         unbatched = q.dim() == 2                # one sequence [T, E]: torch runs it as a batch of one, sequence first
         if unbatched:
@@ -46,6 +66,12 @@ class MHAOp(Node):
 
         Q, K, V = split(q, wq, bq, T), split(k, wk, bk, S), split(v, wv, bv, S)
         s = Q @ K.transpose(-2, -1) / math.sqrt(hs)
+        if mask is not None:                    # [T, S] for every sequence and head, or [B·heads, T, S]
+            s = s + (_additive(mask, s.dtype) if mask.dim() == 2 else _additive(mask, s.dtype).view(B, heads, T, S))
+        if padding is not None:                 # [B, S], or [S] for one sequence: the keys each sequence ignores
+            s = s + _additive(padding, s.dtype).view(B, 1, 1, S)
+        if self.meta.get("causal"):
+            s = s.masked_fill(torch.ones(T, S, dtype=torch.bool).triu(1), float("-inf"))
         e = torch.exp(s - s.amax(-1, keepdim=True))
         A = e / e.sum(-1, keepdim=True)
         o = (A @ V).transpose(1, 2).reshape(B, T, heads * hs) @ wo
@@ -53,19 +79,33 @@ class MHAOp(Node):
             o = o + bo
         if not batch_first:
             o = o.transpose(0, 1)
+        weights = A.mean(1) if self.meta.get("average", True) else A
         if unbatched:
-            return o.squeeze(1), A.mean(1).squeeze(0)
-        return o, A.mean(1)
+            return o.squeeze(1), weights.squeeze(0)
+        return o, weights
+
+
+def _additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A mask as the logits take it: a boolean one is −∞ where true (that key is left out), 0 elsewhere."""
+    if mask.dtype == torch.bool:
+        return torch.zeros(mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
+    return mask.to(dtype)
 
 
 def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):
     mod = b.module
     if not mod._qkv_same_embed_dim or mod.bias_k is not None or mod.add_zero_attn:
         raise Unsupported(msg("MultiheadAttention with separate key/value sizes, bias_k or add_zero_attn"))
-    if masks:                           # attn_mask, key_padding_mask: these equations have none
+    named = b.named
+    if masks and not named:             # by position alone, an attention mask and a padding mask look alike
         raise Unsupported(msg("%(layer)s called with a mask", layer="MultiheadAttention"))
     key = query if key is None else key
     value = key if value is None else value
+    mask, padding = named.get("attn_mask"), named.get("key_padding_mask")
+    if any(x is not None and not isinstance(x, Node) for x in (mask, padding)):
+        raise Unsupported(msg("%(layer)s called with a mask", layer="MultiheadAttention"))
+    # F.multi_head_attention_forward: the is_causal hint replaces the mask where nothing needs the mask itself
+    causal = bool(named.get("is_causal", False)) and padding is None and not named.get("need_weights", True)
     E = mod.embed_dim
     path = b.path
 
@@ -83,8 +123,9 @@ def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):
     out = LeafBuilder(mod.out_proj, b.prog, out_path, None)
     wo = out.param("weight", "W_O", transpose=True)
     bo = out.param("bias", "b_O")
-    node = MHAOp(query, key, value, wq, wk, wv, bq, bk, bv, wo, bo, heads=mod.num_heads,
-                 batch_first=mod.batch_first, head_dim=mod.head_dim)
+    node = MHAOp(query, key, value, wq, wk, wv, bq, bk, bv, wo, bo, None if causal else mask, padding,
+                 heads=mod.num_heads, batch_first=mod.batch_first, head_dim=mod.head_dim, causal=causal,
+                 average=bool(named.get("average_attn_weights", True)))
     from atlas.equations.ops_tensor import Item
     return Leaf((Item(node, i=0), Item(node, i=1)), inline=False,
                 summary=msg("Multi-head attention with %(heads)s heads of %(features)s features.",
@@ -102,8 +143,14 @@ class ActivationOp(Node):
 
 
 def transformer_encoder_layer(b: LeafBuilder, src, *masks):
-    """nn.TransformerEncoderLayer without masks, in evaluation mode, post- or pre-norm."""
-    if masks:                           # src_mask, src_key_padding_mask: these equations have none
+    """nn.TransformerEncoderLayer in evaluation mode, post- or pre-norm; its masks and is_causal go to its
+    self-attention as its forward() passes them."""
+    named = b.named
+    if masks and not named:             # by position alone, an attention mask and a padding mask look alike
+        raise Unsupported(msg("%(layer)s called with a mask", layer="TransformerEncoderLayer"))
+    passed = {"attn_mask": named.get("src_mask"), "key_padding_mask": named.get("src_key_padding_mask"),
+              "need_weights": False, "is_causal": bool(named.get("is_causal", False))}
+    if any(x is not None and not isinstance(x, Node) for x in (passed["attn_mask"], passed["key_padding_mask"])):
         raise Unsupported(msg("%(layer)s called with a mask", layer="TransformerEncoderLayer"))
     from atlas.equations.ops_nn import Call
     from atlas.equations.ops_tensor import Item
@@ -126,7 +173,7 @@ def transformer_encoder_layer(b: LeafBuilder, src, *masks):
         return sym
 
     def attention(x):
-        return Item(Call(sa, (x, x, x), {}), i=0)
+        return Item(Call(sa, (x, x, x), passed if masks else {}), i=0)
 
     def feed_forward(x):
         hidden = Call(l1, (x,), {})

@@ -54,7 +54,8 @@ def leaf_program(module: nn.Module, call) -> Program:
     given = [r.value for r in refs(list(call.args) + list(call.kwargs.values()))]
     ins = [b.d.env[v.id] for v in given if v.id in b.d.env]
     shapes = [r.value.shape for r in refs(list(call.args))]
-    leaf = leaves.build(module, prog, "", ins, None, shapes)
+    named = leaves.named_arguments(module, call.args, call.kwargs, lambda r: b.d.env.get(r.value.id))
+    leaf = leaves.build(module, prog, "", ins, None, shapes, named)
     prog.summary = leaf.summary
     for st in leaf.steps:
         prog.steps.append(st)

@@ -8,6 +8,7 @@ derived from what their forward() runs, like any other code.
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 
@@ -46,6 +47,7 @@ class LeafBuilder:
     prog: Program
     path: str                       # relative to the documented component
     attr: str | None                # the attribute naming the module in its parent
+    named: dict = field(default_factory=dict)   # the call's arguments by forward()'s names (named_arguments)
 
     def param(self, name: str, base: str, transpose: bool = False):
         if getattr(self.module, name, None) is None:
@@ -283,11 +285,24 @@ def builder_for(module: nn.Module):
     return None
 
 
-def build(module: nn.Module, prog: Program, path: str, ins: list, attr: str | None = None, shapes=None) -> Leaf:
+def named_arguments(module: nn.Module, args, kwargs, node_of) -> dict:
+    """A recorded call's arguments by the names forward() gives them: a tensor as its node (node_of, None where it
+    has none), any other value as recorded. A builder tells a mask from another tensor argument by its name, and
+    reads flags (is_causal) that are no tensors. Empty where the call does not bind to the signature."""
+    from atlas.trace.structures import Ref
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {}
+    return {name: node_of(v) if isinstance(v, Ref) else v for name, v in bound.arguments.items()}
+
+
+def build(module: nn.Module, prog: Program, path: str, ins: list, attr: str | None = None, shapes=None,
+          named: dict | None = None) -> Leaf:
     fn = builder_for(module)
     if fn is None:
         raise Unsupported(msg("no equations for %(cls_name)s", cls_name=type(module).__name__))
-    b = LeafBuilder(module, prog, path, attr)
+    b = LeafBuilder(module, prog, path, attr, named or {})
     if fn is softmax:
         return fn(b, *ins, shape=shapes[0] if shapes else None)
     return fn(b, *ins)

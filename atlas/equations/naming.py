@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from atlas.equations.nodes import Sym
-from atlas.equations.ops_nn import Attention, Loop
+from atlas.equations.ops_nn import Loop
 from atlas.equations.program import Program
 from atlas.equations.symbols import HINTS, parts, stream_of, subscripted, tex_name
 
@@ -48,7 +48,7 @@ def name(prog: Program, draft=None, carried: str | None = None, reserved: tuple[
         return candidate
 
     syms = prog.symbols
-    if any(isinstance(n, Attention) and n.meta.get("causal") for st in prog.steps for n in st.node.walk()):
+    if any(n.meta.get("causal") is True for st in prog.steps for n in st.node.walk()):     # Attention, MHAOp
         prog.add("c.causal", "notation", base="M")
     # inputs: the parameter's name, or the variable a tuple's element is unpacked into
     for key, sym in syms.items():
