@@ -288,6 +288,10 @@ def test_causal_hint_is_the_causal_mask():
     assert r"{\sqrt{8}}+M\Big)" in tex
     notation = doc.component("blocks.layers.self_attn").equations.notations
     assert [tex for tex, _ in notation] == [r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}"]
+    # its heads, from its configuration, are the catalog's (it had none for models on nn.MultiheadAttention)
+    facts = {f.kind: f.value for f in doc.component("blocks.layers.self_attn").equations.facts}
+    assert facts["heads"] == 2 and facts["head_features"] == 8
+    assert [t.value for t in doc.architecture.heads] == [2]
     layer = "\n".join(summary(doc, "blocks.layers"))
     assert r"\left(\mathrm{src}\right),\,{\mathrm{src}_{\mathrm{mask}}}\right)" in layer
 

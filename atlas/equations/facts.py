@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from atlas.equations import ops_math as m
 from atlas.equations.nodes import Node, Num, Sym
+from atlas.equations.composites import MHAOp
 from atlas.equations.ops_nn import Attention
 from atlas.equations.lower_tensor import splits_last
 from atlas.equations.lowering import same_size
@@ -31,15 +32,17 @@ def facts(prog: Program) -> tuple[Fact, ...]:
 
     out: list[Fact] = []
     # a softmax over scores, or an attention kernel: the program attends (a fused split is read only there)
-    weighs = any(isinstance(n, (m.Softmax, Attention)) for step in prog.steps for n in step.node.distinct())
+    weighs = any(isinstance(n, (m.Softmax, Attention, MHAOp)) for step in prog.steps for n in step.node.distinct())
     heads: dict = {}
     kernel: dict = {}       # the same, read off the attention kernel: where the model's own code shows no split
     for step in prog.steps:
         sym = prog.symbols[step.key]
         for node in step.node.walk():
-            if isinstance(node, Attention) and isinstance(node.meta.get("heads"), int):
-                # the attention kernel's own operands: queries (B, h, T, d), keys (B, h_kv, S, d)
-                head = node.meta.get("head") if isinstance(node.meta.get("head"), int) else None
+            if isinstance(node, (Attention, MHAOp)) and isinstance(node.meta.get("heads"), int):
+                # the attention kernel's own operands: queries (B, h, T, d), keys (B, h_kv, S, d); nn.MultiheadAttention's
+                # from its configuration
+                head = node.meta.get("head", node.meta.get("head_dim"))
+                head = head if isinstance(head, int) else None
                 kernel.setdefault("q", (node.meta["heads"], head, _site(node)))
                 if isinstance(node.meta.get("kv_heads"), int):
                     kernel.setdefault("k", (node.meta["kv_heads"], head, _site(node)))
