@@ -370,3 +370,18 @@ def test_masks_combined_read_as_logic():
                                 r"y = \begin{cases}0 & \text{if } \neg \mathrm{keep}\\ x\,{W_{\mathrm{lin}}}+"
                                 r"{b_{\mathrm{lin}}} & \text{otherwise}\end{cases}"]
     assert doc.root.equations.verification.verified
+
+
+def test_functional_multi_head_attention_is_written_out():
+    """F.multi_head_attention_forward called by a model's own code (WavLM's and fairseq's attention) was one call
+    printed with its 23 arguments and no heads; it is now the attention it computes, its weights as stored (out ×
+    in, so transposed per head), a per-head additive bias or a padding mask in the logits, checked against forward()."""
+    fixtures = ROOT / "tests" / "fixtures" / "contractions.py"
+    for name, heads, mask in (("functional_attention", 4, r"+\mathrm{bias}\Big)"),
+                              ("packed_functional_attention", 2, r"+\mathrm{padding}\Big)")):
+        doc = pipeline.describe(f"{fixtures}:{name}")
+        e = doc.root.equations
+        assert e.status is EquationStatus.DERIVED and e.verification.verified, (name, e.reason)
+        tex = "\n".join(summary(doc, ""))
+        assert "multi\\_head\\_attention\\_forward" not in tex and mask in tex and tex.count(r"^{(h)\mathsf T}") == 3
+        assert {f.kind: f.value for f in e.facts}["heads"] == heads

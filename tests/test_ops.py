@@ -146,7 +146,7 @@ def test_a_call_printed_by_name_drops_torchs_private_and_in_place_marks():
 def test_every_kind_is_covered():
     missing = set(_kinds()) - set(CASES) - THROUGH_MODULES
     assert missing == set(), f"op kinds with no print/run test: {sorted(missing)}"
-    assert {leaves.BatchNormOp, leaves.GroupNormOp, composites.MHAOp, recurrent.Scan} <= set(_kinds().values())
+    assert {leaves.BatchNormOp, leaves.GroupNormOp, n.MHAOp, recurrent.Scan} <= set(_kinds().values())
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))

@@ -10,86 +10,9 @@ from torch import nn
 
 from atlas.equations import ops_math as m
 from atlas.equations.leaves import REGISTRY, Leaf, LeafBuilder, Unsupported
-from atlas.equations.nodes import ADD, ATOM, Node, Sym
+from atlas.equations.ops_nn import MHAOp
+from atlas.equations.nodes import Node, Sym
 from atlas.i18n import msg
-
-
-class MHAOp(Node):
-    """nn.MultiheadAttention: the output and the attention weights (averaged over the heads unless asked not to).
-    The masks as F.multi_head_attention_forward applies them: `attn_mask` ([T, S], or [B·heads, T, S]) and
-    `key_padding_mask` ([B, S]) added to the logits, a boolean one as −∞ where it is true; with is_causal, no padding
-    mask and no weights asked for, torch takes the hint and applies the causal mask in place of attn_mask."""
-
-    def _proj(self, p, x, w, b):
-        core = p.wrap(x, ATOM) + r"\," + p.base(w) + "^{(h)}"
-        return core if b is None else r"\left(" + core + "+" + p.base(b) + r"^{(h)}\right)"
-
-    def _weights(self, p) -> str:
-        """The attention weights of head h: softmax over the keys of the scaled logits and the masks."""
-        q, k, _, wq, wk, _, bq, bk, _, _, _, mask, padding = self.args
-        logits = (r"\frac{" + self._proj(p, q, wq, bq) + r"\," + self._proj(p, k, wk, bk) + r"^{\mathsf T}}{\sqrt{"
-                  + str(self.meta["head_dim"]) + "}}")
-        for extra in (mask, padding):
-            if extra is not None:
-                logits += "+" + p.wrap(extra, ADD)
-        if self.meta.get("causal"):
-            logits += r"+\atlasref{c.causal}"
-        return r"\operatorname{softmax}\!\Big(" + logits + r"\Big)"
-
-    def tex(self, p):
-        return self.item_tex(p, 0)
-
-    def item_tex(self, p, i: int) -> str:
-        """Output 0, the attention's result; output 1, its weights, their mean over the heads by default."""
-        _, _, v, _, _, wv, _, _, bv, wo, bo, _, _ = self.args
-        if i == 1:
-            heads = str(self.meta["heads"])
-            return (r"\frac{1}{" + heads + r"}\sum_{h=1}^{" + heads + "}" + self._weights(p)
-                    if self.meta.get("average", True) else self._weights(p))
-        inner = self._weights(p) + r"\," + self._proj(p, v, wv, bv)
-        out = r"\operatorname{concat}_h\!\Big(" + inner + r"\Big)\," + p.print(wo)
-        return out if bo is None else out + "+" + p.print(bo)
-
-    def run(self, ev, q, k, v, wq, wk, wv, bq, bk, bv, wo, bo, mask, padding):
-        heads, batch_first = self.meta["heads"], self.meta["batch_first"]
-        unbatched = q.dim() == 2                # one sequence [T, E]: torch runs it as a batch of one, sequence first
-        if unbatched:
-            q, k, v, batch_first = q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), False
-        if not batch_first:
-            q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
-        B, T, S = q.shape[0], q.shape[1], k.shape[1]
-        hs = wq.shape[-1] // heads
-
-        def split(x, w, b, n):
-            y = x @ w if b is None else x @ w + b
-            return y.reshape(B, n, heads, hs).transpose(1, 2)
-
-        Q, K, V = split(q, wq, bq, T), split(k, wk, bk, S), split(v, wv, bv, S)
-        s = Q @ K.transpose(-2, -1) / math.sqrt(hs)
-        if mask is not None:                    # [T, S] for every sequence and head, or [B·heads, T, S]
-            s = s + (_additive(mask, s.dtype) if mask.dim() == 2 else _additive(mask, s.dtype).view(B, heads, T, S))
-        if padding is not None:                 # [B, S], or [S] for one sequence: the keys each sequence ignores
-            s = s + _additive(padding, s.dtype).view(B, 1, 1, S)
-        if self.meta.get("causal"):
-            s = s.masked_fill(torch.ones(T, S, dtype=torch.bool).triu(1), float("-inf"))
-        e = torch.exp(s - s.amax(-1, keepdim=True))
-        A = e / e.sum(-1, keepdim=True)
-        o = (A @ V).transpose(1, 2).reshape(B, T, heads * hs) @ wo
-        if bo is not None:
-            o = o + bo
-        if not batch_first:
-            o = o.transpose(0, 1)
-        weights = A.mean(1) if self.meta.get("average", True) else A
-        if unbatched:
-            return o.squeeze(1), weights.squeeze(0)
-        return o, weights
-
-
-def _additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A mask as the logits take it: a boolean one is −∞ where true (that key is left out), 0 elsewhere."""
-    if mask.dtype == torch.bool:
-        return torch.zeros(mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
-    return mask.to(dtype)
 
 
 def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):

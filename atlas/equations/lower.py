@@ -24,6 +24,7 @@ TABLE = {**MATH, **LAYOUT, **FUNCTIONAL}
 
 # Node kinds with an argument that may be absent: position -> what its absence means.
 OPTIONAL_ARGS = {n.Linear: {2}, n.Attention: {3},     # no bias; no attention mask
+                 n.MHAOp: {6, 7, 8, 10, 11, 12},      # no q, k, v or output bias; no attention or padding mask
                  t.Index: {1}, t.SetIndex: {2}}       # x[None]: a new axis
 
 

@@ -95,6 +95,35 @@ def _sdpa(L: Lowering):
                        head=qs[-1] if qs else 0, heads=heads, kv_heads=kv_heads)
 
 
+def _mha_forward(L: Lowering):
+    """F.multi_head_attention_forward called by the model's own code (WavLM's attention, fairseq's): the layer
+    nn.MultiheadAttention computes, its weights given as F.linear stores them (out × in), sequence first. Learned
+    key/value biases, zero attention, static keys and an active dropout lower the call as itself."""
+    if any(L.get(name) is not None for name in ("bias_k", "bias_v", "static_k", "static_v")) \
+            or L.get("add_zero_attn", False) or (L.get("training", True) and L.get("dropout_p", 0.0)):
+        return L.generic()
+    E, heads = L.get("embed_dim_to_check"), L.get("num_heads")
+    if not isinstance(E, int) or not isinstance(heads, int) or E % heads:
+        return L.generic()
+    if L.get("use_separate_proj_weight", False):
+        weights = [L.operand(f"{s}_proj_weight") for s in "qkv"]
+    else:
+        packed = L.operand("in_proj_weight")
+        weights = [t.Slice(packed, Num(i * E), Num((i + 1) * E), dim=0, last=False) for i in range(3)]
+    bias = L.optional("in_proj_bias")
+    if isinstance(bias, t.Cat) and len(bias.args) == 3:        # torch.cat((q_proj.bias, k_proj.bias, v_proj.bias))
+        biases = list(bias.args)
+    else:
+        biases = [None if bias is None else t.Slice(bias, Num(i * E), Num((i + 1) * E), dim=0) for i in range(3)]
+    wq, wk, wv = (t.Transpose(w, d0=0, d1=1, ndim=2) for w in weights)
+    padding, need_weights = L.optional("key_padding_mask"), bool(L.get("need_weights", True))
+    causal = bool(L.get("is_causal", False)) and padding is None and not need_weights
+    return n.MHAOp(L.operand("query"), L.operand("key"), L.operand("value"), wq, wk, wv, *biases,
+                   t.Transpose(L.operand("out_proj_weight"), d0=0, d1=1, ndim=2), L.optional("out_proj_bias"),
+                   None if causal else L.optional("attn_mask"), padding, heads=heads, batch_first=False,
+                   head_dim=E // heads, causal=causal, average=bool(L.get("average_attn_weights", True)))
+
+
 TABLE: dict = {}
 
 
@@ -112,3 +141,4 @@ _register("linear", _linear)
 _register("embedding", _embedding)
 _register("layer_norm", _layer_norm)
 _register("scaled_dot_product_attention", _sdpa)
+_register("multi_head_attention_forward", _mha_forward)
