@@ -86,7 +86,7 @@ def table(doc: ModelDoc) -> str:
                  + (f", verified for {verified}" if checked else hint))
     if doc.cost is not None and doc.cost_summary is not None:
         at = ", ".join(f"{k} = {v}" for k, v in doc.cost_summary.reference)
-        lines.append(f"FLOPs of one instance's forward at {at}; the model's: "
+        lines.append(f"FLOPs of one instance's forward{' at ' + at if at else ''}; the model's: "     # sizes all given
                      f"{si(at_reference(doc.cost.flops, doc.cost_summary.reference), '').strip()}")
     if doc.inputs:
         lines.append(f"inputs {' '.join(doc.inputs)}" + (f"  ({symbols})" if symbols else ""))

@@ -469,3 +469,18 @@ def test_a_cache_at_a_pinned_batch_and_length_is_one_sequences():
     pinned = dict(doc.cost_summary.pinned)
     assert set(pinned) == {"B", "T"} and doc.cost_summary.kv_cache_bytes_per_token is None
     assert f"holds {32 * pinned['T']:,} bytes for one sequence" in doc.cost_summary.kv_cache_note
+
+
+def test_sizes_all_given_the_cost_is_a_number_said_once(capsys):
+    """With every input size given as a number there is no size to evaluate the counts at: the page read
+    "At : 4.87 MFLOPs." and the table "forward at ; the model's", an empty list of sizes."""
+    from atlas import render
+    from conftest import fixture_spec
+    doc = pipeline.describe(fixture_spec("two_layer_mlp"), ["input:float32[2,3]"])
+    assert doc.cost_summary.reference == ()
+    flops = doc.cost.flops
+    page = render.render(doc)[f"{doc.slug}/index.md"]
+    assert "At :" not in page and f"$$\nF = {int(flops):,}\n$$\n\nThat is ".replace(",", "{,}") in page
+    assert main(["describe", fixture_spec("two_layer_mlp"), "--input", "input:float32[2,3]"]) == 0
+    table = capsys.readouterr().out
+    assert " at ;" not in table and f"FLOPs of one instance's forward; the model's: {int(flops)}" in table
