@@ -333,6 +333,10 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         tried, disc = _escalate(model, tried, disc, fixed, bounds, vocab, repeats)
     trace, choice, specs, symbols, notes, first_error = (tried.trace, tried.choice, tried.specs, tried.symbols,
                                                          tried.notes, tried.first_error)
+    fallback = None
+    if trace is None or trace.error is not None or trace.root is None:
+        fallback = _on_the_cpu(model, choices, choice, trace, disc, fixed, bounds, vocab, budget_bytes)
+        choice, specs, symbols = fallback[:3]
     texts = tuple(choice.texts)
     probed = [_text(_fix(inputs_mod.parse_input(x), fixed)) for x in texts]    # --dim T=600 holds for probes too
     dim_names = DimNames(inputs_mod.used(vocab, specs, getattr(model, "atlas_dims", None)), vocab.fixed)
@@ -364,11 +368,9 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         notes.extend(_cpu_probes(shaped))
         return Outcome(replace(shaped, inputs=texts, input_notes=tuple(notes)), trace, notes,
                        _root_failure(shaped, None), _apart(model, trace, repeats, doc))
-    if trace is None or trace.error is not None or trace.root is None:
+    if fallback is not None:
         why = trace.error if trace is not None else None
-        limits = _limits(disc, bounds, symbols, trace.hints if trace is not None else None)
-        probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
-        concrete = probes.concrete_record(model, specs, probe, budget_bytes)
+        limits, probe, concrete = fallback[3:]
         ran = concrete is not None and concrete.root is not None and concrete.error is None
         if ran:
             doc = replace(doc, components=_leads(model, doc.components, concrete))
@@ -396,6 +398,29 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         comps.append(replace(comp, shapes=shapes))
     doc = replace(doc, components=tuple(comps), dims=dim_names, inputs=texts, input_notes=tuple(notes))
     return Outcome(doc, trace, notes, None, _apart(model, trace, repeats, doc))
+
+
+def _on_the_cpu(model, choices: list[Choice], tried: Choice, trace, disc, fixed: dict, bounds: dict, vocab,
+                budget_bytes: int, most: int = 3):
+    """No symbolic run worked: a concrete one on the CPU, the choices in their order, the preferred first, and the
+    first that runs kept (Blip2's image at the 32 x 32 its config fixes, where only the choice tried last, any
+    H x W, was run, at 48 x 48, against a table of 17 positions). Where none runs, the choice tried last, as its
+    symbolic run had it. (choice, specs, symbols, limits, probe sizes, the concrete record)."""
+    names = [inputs_mod.parse_input(x).name for x in tried.texts]
+    before = choices[:choices.index(tried)] if tried in choices else choices     # tried, and failed, before it
+    order = [c for c in before if [inputs_mod.parse_input(x).name for x in c.texts] == names]
+
+    def run(choice: Choice, hints):
+        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), fixed) for x in choice.texts], vocab)
+        limits = _limits(disc, bounds, symbols, hints)
+        probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
+        return choice, specs, symbols, limits, probe, probes.concrete_record(model, specs, probe, budget_bytes)
+
+    for choice in order[:most]:
+        got = run(choice, choice.hints or None)
+        if got[5] is not None and got[5].root is not None and got[5].error is None:
+            return got
+    return run(tried, trace.hints if trace is not None else None)
 
 
 def _apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> dict[str, tuple]:

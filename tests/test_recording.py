@@ -598,3 +598,13 @@ def test_a_layer_that_calls_its_own_forward_is_one_call(capsys):
     shape = [d["symbol"] if isinstance(d, dict) else d for d in comps["layer"]["outputs"][0]["shape"]]
     assert shape == ["T", 8] and "the code needs exact values of T" in err
     assert all(c["verification"]["verified"] for c in comps.values())
+
+
+def test_no_symbolic_run_the_cpu_takes_the_preferred_inputs():
+    """Where no symbolic run works, the CPU run takes the choices in their order: the image the config fixes
+    (16 x 16) runs; any H x W, the choice tried last, was the one run, at a size the position table does not
+    take, and nothing was derived."""
+    doc = document(load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:fixed_image"), Settings(verify=False))
+    assert doc.inputs == ("pixel_values:float32[B,3,16,16]",)
+    assert [str(d.symbol or d.value) for d in doc.root.shapes.outputs[0].dims] == ["B", "16", "8"]
+    assert doc.forward_failure is None
