@@ -385,3 +385,13 @@ def test_functional_multi_head_attention_is_written_out():
         tex = "\n".join(summary(doc, ""))
         assert "multi\\_head\\_attention\\_forward" not in tex and mask in tex and tex.count(r"^{(h)\mathsf T}") == 3
         assert {f.kind: f.value for f in e.facts}["heads"] == heads
+
+
+def test_a_cached_index_another_layer_made_is_made_again():
+    """BEiT's relative position index comes from an lru_cache: the second layer reads the tensor the first one
+    made, through 20 calls and in-place writes (its equations were not derived: "neither an input, a parameter or
+    buffer, nor computed in forward()")."""
+    doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:cached_index_layers")
+    for cid in ("first", "second", ""):
+        e = doc.component(cid).equations
+        assert e.status is EquationStatus.DERIVED and e.verification.verified, (cid, e.reason)

@@ -194,9 +194,10 @@ class Builder(ChildCalls, ListLoops):
 
     def _constant(self, value, depth: int = 0):
         """A tensor made outside this component from constants alone (a cache's window size, a mask built
-        from positions): the same calls, made again here."""
+        from positions): the same calls, made again here. BEiT's cached relative position index is 20 calls deep,
+        its in-place writes included."""
         ev = value.made_by
-        if ev is None or depth > 16 or value.id in self.d.env:
+        if ev is None or depth > 64 or value.id in self.d.env:
             return self.d.env.get(value.id)
         for ref in refs(list(ev.args) + list(ev.kwargs.values())):
             if ref.value.id not in self.d.env and self._constant(ref.value, depth + 1) is None:
