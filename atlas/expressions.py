@@ -12,6 +12,8 @@ import re
 
 import sympy
 from sympy.parsing.sympy_parser import parse_expr
+from sympy.printing.precedence import PRECEDENCE
+from sympy.printing.str import StrPrinter
 
 _NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()")
 
@@ -28,3 +30,34 @@ def parse(text) -> sympy.Expr:
 def symbol_names(text) -> list[str]:
     """The names in an expression's text that are not called as functions, each once, in order: "floor(T/2)" -> T."""
     return list(dict.fromkeys(_NAME.findall(str(text))))
+
+
+_RELATIONS = {"==": "=", "!=": "≠", "<=": "≤", ">=": "≥", "<": "<", ">": ">"}
+
+
+class _Plain(StrPrinter):
+    """sympy's own text, but a remainder as `T mod 16`, not `Mod(T, 16)`."""
+
+    def _print_Mod(self, expr):
+        a, m = expr.args
+        return f"{self.parenthesize(a, PRECEDENCE['Mul'])} mod {self.parenthesize(m, PRECEDENCE['Mul'] + 1)}"
+
+
+def said(condition) -> str:
+    """A condition on sizes as a sentence reads it: `ceiling(W/8) ≠ 30`, `T mod 16 = 0`, not `Ne(ceiling(W/8), 30)`.
+    The text as it is where it does not parse."""
+    try:
+        expr = parse(condition)
+    except Exception:  # not an expression of sizes: say it as it is
+        return str(condition)
+    return _said(expr)
+
+
+def _said(expr) -> str:
+    plain = _Plain()
+    if isinstance(expr, sympy.core.relational.Relational) and expr.rel_op in _RELATIONS:
+        return f"{plain.doprint(expr.lhs)} {_RELATIONS[expr.rel_op]} {plain.doprint(expr.rhs)}"
+    if isinstance(expr, (sympy.And, sympy.Or)):
+        word = " and " if isinstance(expr, sympy.And) else " or "
+        return word.join(_said(a) for a in expr.args)
+    return plain.doprint(expr)

@@ -19,7 +19,7 @@ import sympy
 import torch
 from torch import nn
 
-from atlas import branch_sizes
+from atlas import branch_sizes, expressions
 from atlas import inputs as inputs_mod
 from atlas import shapes as probes
 from atlas.errors import AtlasError
@@ -351,7 +351,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         for condition, site in trace.conditions:    # a branch a remainder decided: the record holds on its side
             notes.append(msg("the code took a branch that holds where %(condition)s (%(site)s), at %(sizes)s: its "
                              "shapes and counts are that branch's, and other sizes may take the other",
-                             condition=condition, site=site or "?",
+                             condition=expressions.said(condition), site=site or "?",
                              sizes=", ".join(f"{s} = {v}" for s, v in trace.hints.items()
                                              if re.search(rf"\b{s}\b", condition))))
     if trace is not None and trace.error is None and trace.root is not None and trace.specialized:

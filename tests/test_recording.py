@@ -364,11 +364,12 @@ def test_a_pinned_forward_that_runs_at_no_probed_size_is_the_models_failure(caps
 def test_a_branch_a_remainder_decides_is_said(capsys):
     """Zamba2 pads T to a multiple of 16 only if it is not one: the record made at T = 32 took the branch that does
     not pad and held its shapes (16·⌈T/16⌉ read as T) for every T, in silence. The condition is said, with its
-    line, on stderr and on the model's page: as T's remainder, not as sympy's Mod(15*T, 16) of the code's (-T) % 16."""
+    line, on stderr and on the model's page: as T's remainder (T mod 16 > 0), not as sympy's Mod(15*T, 16) of the code's
+    (-T) % 16, nor its Mod(T, 16) > 0."""
     data, err = _describe(capsys, "pads_to_chunks")
     line = next(i for i, text in enumerate(open(ROOT / "tests" / "fixtures" / "recording_models.py"), 1)
                 if "if pad > 0:" in text)
-    assert f"the code took a branch that holds where Mod(T, 16) > 0 (recording_models.py:{line}), at T = " in err
+    assert f"the code took a branch that holds where T mod 16 > 0 (recording_models.py:{line}), at T = " in err
     assert [note for note in data["input_notes"] if "branch" in note] == [next(
         line for line in err.splitlines() if "branch" in line).removeprefix("atlas: PadsToChunks: ")]
 
@@ -380,8 +381,8 @@ def test_a_branch_a_rounding_decides_is_said(capsys):
     data, err = _describe(capsys, "pools_then_pads_back")
     line = next(i for i, text in enumerate(open(ROOT / "tests" / "fixtures" / "recording_models.py"), 1)
                 if "if up.shape[1] < x.shape[1]:" in text)
-    assert f"the code took a branch that holds where 2*floor(T/2) >= T (recording_models.py:{line}), at T = " in err
-    assert any("2*floor(T/2) >= T" in note for note in data["input_notes"])
+    assert f"the code took a branch that holds where 2*floor(T/2) ≥ T (recording_models.py:{line}), at T = " in err
+    assert any("2*floor(T/2) ≥ T" in note for note in data["input_notes"])
 
 
 @pytest.mark.parametrize("name", ["blocks_of_layers", "blocks_of_layers_exact"])

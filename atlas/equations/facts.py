@@ -38,8 +38,8 @@ def facts(prog: Program) -> tuple[Fact, ...]:
         sym = prog.symbols[step.key]
         for node in step.node.walk():
             if isinstance(node, (Attention, MHAOp)) and isinstance(node.meta.get("heads"), int):
-                # the attention kernel's own operands: queries (B, h, T, d), keys (B, h_kv, S, d); nn.MultiheadAttention's
-                # from its configuration
+                # the attention kernel's own operands: queries (B, h, T, d), keys (B, h_kv, S, d);
+                # nn.MultiheadAttention's from its configuration
                 head = node.meta.get("head", node.meta.get("head_dim"))
                 head = head if isinstance(head, int) else None
                 kernel.setdefault("q", (node.meta["heads"], head, _site(node)))
