@@ -26,12 +26,17 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     """Where pages evaluate the formulas: at a size the code was pinned to, if it was; the model's
     `atlas_reference_sizes`, else B = 1 and T (and an encoder-decoder's source length S) = 1024, within the config's
     position limit and within the largest size the code allows (`upper`: a table of 32 positions, an assert, a
-    --dim bound); images 224 × 224."""
+    --dim bound); images at the config's image_size, else 224 × 224 (MobileViT's small config, 64 × 64, was counted
+    at 224 × 225)."""
+    from atlas.discover import config_value
+    config = getattr(model, "config", None)
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
-    limit = next((value for _, value in stated_contexts(getattr(model, "config", None))), None)
+    limit = next((value for _, value in stated_contexts(config)), None)
+    image, _ = config_value(config, "image_size")
+    images = dict(zip("HW", (image, image) if isinstance(image, int) else image or ()))
     out = []
     for sym in symbols:
-        size = declared.get(sym, REFERENCE.get(sym, 16))
+        size = declared.get(sym, images.get(sym, REFERENCE.get(sym, 16)))
         if sym in ("T", "S") and limit is not None and sym not in declared:
             size = min(size, limit)
         if sym in (upper or {}) and sym not in declared:

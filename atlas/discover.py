@@ -258,7 +258,7 @@ def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], Text]:
 
 # -- the usual names ----------------------------------------------------------------------------------------
 
-def _cfg(config, *names):
+def config_value(config, *names):
     """The first positive integer (or pair of them) among config fields, with its field name; the text, vision and
     audio sub-configs of a multimodal config too. A size of 0 or -1 is no size: XLNet's max_position_embeddings
     is -1, "no limit"."""
@@ -284,11 +284,11 @@ def _cfg(config, *names):
 def _by_convention(name, model, config, dtype):
     """(candidates, because, low, high, bounds) from the usual names and config fields, or None."""
     if name in _TOKEN_IDS:
-        vocab, field_name = _cfg(config, "vocab_size")
+        vocab, field_name = config_value(config, "vocab_size")
         if not isinstance(vocab, int):
             return None
         limit_fields = ("max_target_positions", *_TEXT_LIMITS) if name.startswith("decoder") else _TEXT_LIMITS
-        limit, limit_name = _cfg(config, *limit_fields)
+        limit, limit_name = config_value(config, *limit_fields)
         bounds = []
         if isinstance(limit, int):
             bounds.append(Bound("T", maximum=limit, because=msg("at most %(setting)s",
@@ -296,7 +296,7 @@ def _by_convention(name, model, config, dtype):
         return ([_text(name, "int64", ("B", "T"))],
                 msg("token ids below %(setting)s", setting=_setting(field_name, vocab)), 0, vocab, bounds)
     if name == "token_type_ids":
-        types, t_field = _cfg(config, "type_vocab_size")
+        types, t_field = config_value(config, "type_vocab_size")
         types = types if isinstance(types, int) and types > 0 else 2
         why = (msg("segment ids below %(setting)s", setting=_setting(t_field, types)) if t_field
                else msg("segment ids 0 or 1"))
@@ -304,7 +304,7 @@ def _by_convention(name, model, config, dtype):
     if name in _MASKS:
         return [_text(name, "int64", ("B", "T"))], msg("0/1 per position"), 0, 2, []
     if name == "inputs_embeds":
-        width, field_name = _cfg(config, "hidden_size", "d_model", "n_embd")
+        width, field_name = config_value(config, "hidden_size", "d_model", "n_embd")
         if not isinstance(width, int):
             return None
         why = msg("width %(setting)s", setting=_setting(field_name, width))
@@ -314,14 +314,14 @@ def _by_convention(name, model, config, dtype):
     if name == "input_features":
         return _features(name, model, config, dtype)
     if name == "input_values":
-        if isinstance(_cfg(config, "num_mel_bins")[0], int) and conv_limits.stack(model, 1) is None:
+        if isinstance(config_value(config, "num_mel_bins")[0], int) and conv_limits.stack(model, 1) is None:
             return _spectrogram(name, config, dtype)        # no 1-D conv to take samples: a spectrogram (AST)
         return _waveform(name, model, config, dtype)
     if name in _SERIES and isinstance(getattr(config, "lags_sequence", None), (list, tuple)):
         return _lagged_series(name, config, dtype)
     if name == "past_values":                         # time series: context_length steps of the input channels
-        steps, s_field = _cfg(config, "context_length")
-        channels, c_field = _cfg(config, "num_input_channels", "input_size")
+        steps, s_field = config_value(config, "context_length")
+        channels, c_field = config_value(config, "num_input_channels", "input_size")
         if isinstance(steps, int) and isinstance(channels, int):
             return ([_text(name, dtype, ("B", steps, channels))],
                     msg("%(steps)s steps of %(values)s values", steps=_setting(s_field, steps),
@@ -331,7 +331,7 @@ def _by_convention(name, model, config, dtype):
 
 def _waveform(name, model, config, dtype):
     """[B, T] mono samples; [B, C, T] where the first Conv1d takes C > 1 channels or config.audio_channels says so."""
-    channels, c_field = _cfg(config, "audio_channels")
+    channels, c_field = config_value(config, "audio_channels")
     first = conv_limits.stack(model, 1)
     first_in = model.get_submodule(first.layers[0].path).in_channels if first else None
     c = channels if isinstance(channels, int) else first_in
@@ -356,11 +356,11 @@ def _lagged_series(name, config, dtype):
     steps and the largest of config.lags_sequence before them, the future config.prediction_length steps; values
     and their mask carry config.input_size values a step (no axis where it is 1), time features
     config.num_time_features."""
-    context, c_field = _cfg(config, "context_length")
-    future, f_field = _cfg(config, "prediction_length")
-    width, w_field = _cfg(config, "input_size")
+    context, c_field = config_value(config, "context_length")
+    future, f_field = config_value(config, "prediction_length")
+    width, w_field = config_value(config, "input_size")
     if name.endswith("time_features"):
-        width, w_field = _cfg(config, "num_time_features")
+        width, w_field = config_value(config, "num_time_features")
     lag = max(config.lags_sequence, default=0)
     if not all(isinstance(v, int) for v in (context, future, width)):
         return None
@@ -376,8 +376,8 @@ def _lagged_series(name, config, dtype):
 
 def _spectrogram(name, config, dtype):
     """[B, frames, mel bins]: config.max_length frames first, then any T, in either order."""
-    bins, b_field = _cfg(config, "num_mel_bins")
-    frames, f_field = _cfg(config, "max_length")
+    bins, b_field = config_value(config, "num_mel_bins")
+    frames, f_field = config_value(config, "max_length")
     why = msg("%(setting)s features", setting=_setting(b_field, bins))
     cands = [_text(name, dtype, ("B", "T", bins)), _text(name, dtype, ("B", bins, "T"))]
     if isinstance(frames, int):
@@ -409,7 +409,7 @@ def _stack_bound(symbol: str, stack: conv_limits.Stack) -> Bound:
 
 
 def _pixels(name, model, config, dtype):
-    channels, c_field = _cfg(config, "num_channels")
+    channels, c_field = config_value(config, "num_channels")
     first = conv_limits.stack(model, 2, in_channels=channels if isinstance(channels, int) else None)
     if not isinstance(channels, int):
         if first is None:
@@ -418,7 +418,7 @@ def _pixels(name, model, config, dtype):
     c_why = (_setting(c_field, channels) if c_field else
              msgn("%(n)s channel of the first %(layer)s", "%(n)s channels of the first %(layer)s", channels,
                   layer="Conv2d"))
-    frames, f_field = _cfg(config, "num_frames")
+    frames, f_field = config_value(config, "num_frames")
     if isinstance(frames, int):                 # a video model: a clip of config.num_frames images, then one image
         c_why = _joined(msg("a clip of %(setting)s frames tried first", setting=_setting(f_field, frames)), c_why)
 
@@ -427,8 +427,8 @@ def _pixels(name, model, config, dtype):
         return ([_text(name, dtype, ("B", frames, *image[1:]))] if isinstance(frames, int) else []) + \
             [_text(name, dtype, image)]
 
-    size, s_field = _cfg(config, "image_size")
-    patch, _ = _cfg(config, "patch_size")
+    size, s_field = config_value(config, "image_size")
+    patch, _ = config_value(config, "patch_size")
     if size is not None:
         h, w = (size, size) if isinstance(size, int) else size
         ph, pw = (patch, patch) if isinstance(patch, int) else (patch or (1, 1))
@@ -465,7 +465,7 @@ def _position_table(model: nn.Module, patches: int, near: str | None = None) -> 
 
 
 def _features(name, model, config, dtype):
-    bins, b_field = _cfg(config, "num_mel_bins", "feature_size", "input_feat_per_channel")
+    bins, b_field = config_value(config, "num_mel_bins", "feature_size", "input_feat_per_channel")
     stack = conv_limits.stack(model, 1, in_channels=bins if isinstance(bins, int) else None)
     if not isinstance(bins, int):
         if stack is None:
@@ -474,7 +474,7 @@ def _features(name, model, config, dtype):
     b_why = (msg("%(setting)s features", setting=_setting(b_field, bins)) if b_field else
              msgn("%(n)s channel of the first %(layer)s", "%(n)s channels of the first %(layer)s", bins,
                   layer="Conv1d"))
-    sources, _ = _cfg(config, "max_source_positions")
+    sources, _ = config_value(config, "max_source_positions")
     variable = [_text(name, dtype, ("B", bins, "T")), _text(name, dtype, ("B", "T", bins))]
     bounds = [_stack_bound("T", stack)] if stack and stack.minimum() > 1 else []
     if isinstance(sources, int) and stack is not None:

@@ -484,3 +484,12 @@ def test_sizes_all_given_the_cost_is_a_number_said_once(capsys):
     assert main(["describe", fixture_spec("two_layer_mlp"), "--input", "input:float32[2,3]"]) == 0
     table = capsys.readouterr().out
     assert " at ;" not in table and f"FLOPs of one instance's forward; the model's: {int(flops)}" in table
+
+
+def test_images_are_counted_at_the_configs_image_size():
+    """A config that states its image size is where an image model's costs are evaluated (MobileViT's small
+    config, 64 x 64, was counted at 224 x 225)."""
+    from conftest import fixture_spec
+    doc = pipeline.describe(fixture_spec("small_image_convnet"))
+    assert dict(doc.cost_summary.reference) == {"B": 1, "H": 32, "W": 32}
+    assert sympy.sympify(doc.cost.flops).subs({"B": 1, "H": 32, "W": 32}) == 2 * 16 * 16 * 4 * 27
