@@ -19,6 +19,8 @@ from itertools import combinations_with_replacement
 import sympy
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
 
 from atlas import buffer_values
 from atlas import inputs as inputs_mod
@@ -472,6 +474,45 @@ def concrete_record(model: nn.Module, specs, probe: dict, budget_bytes: int):
     return trace
 
 
+def _meta_runs(model: nn.Module, specs, probes, doc: ModelDoc) -> list:
+    """The probes on the meta device; where they fail for a dtype, again with the calls that fail so run in
+    bfloat16 and their results put back in the dtype they were given (torch's meta kernel for a grouped matmul of
+    experts takes bfloat16 only, its CPU kernel any float: Jamba's probes ran on a CPU copy)."""
+    from atlas.symbolic_run import dtype_error
+    try:
+        return _run(model, specs, probes, "meta", doc)
+    except Exception as exc:
+        if not dtype_error(str(exc)):
+            raise
+        try:
+            with _MetaKernelDtypes():
+                return _run(model, specs, probes, "meta", doc)
+        except Exception:
+            raise exc from None
+
+
+class _MetaKernelDtypes(TorchFunctionMode):
+    """A call on meta tensors that fails for its dtype runs again with its floating tensors in bfloat16, and its
+    floating results are given back in the dtype of its first floating input: shapes only, as the meta device has."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        from atlas.symbolic_run import dtype_error
+        kwargs = kwargs or {}
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as exc:
+            floats = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)
+                      and t.device.type == "meta" and t.is_floating_point() and t.dtype != torch.bfloat16]
+            if not floats or not dtype_error(str(exc)):
+                raise
+            given = floats[0].dtype
+            low = pytree.tree_map(lambda t: t.to(torch.bfloat16) if any(t is f for f in floats) else t,
+                                  (args, kwargs))
+            out = func(*low[0], **low[1])
+            return pytree.tree_map(lambda t: t.to(given) if isinstance(t, torch.Tensor) and t.dtype == torch.bfloat16
+                                   else t, out)
+
+
 def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
            budget_bytes: int = DEFAULT_BUDGET_BYTES, limits: dict | None = None) -> ModelDoc:
     """Return the doc with shapes on every component, from concrete probes (within `limits`, see probe_sizes)
@@ -487,7 +528,7 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
     probes = probe_sizes(symbols, limits)
     target, method, note = model, "meta", None
     try:
-        runs = _run(model, specs, probes, "meta", doc)
+        runs = _meta_runs(model, specs, probes, doc)
     except Exception as meta_exc:
         note = msg("the meta-device forward failed (%(error)s), so a tiny CPU forward was run", error=where(meta_exc))
         size = sum(p.numel() * p.element_size() for p in model.parameters())

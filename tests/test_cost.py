@@ -493,3 +493,14 @@ def test_images_are_counted_at_the_configs_image_size():
     doc = pipeline.describe(fixture_spec("small_image_convnet"))
     assert dict(doc.cost_summary.reference) == {"B": 1, "H": 32, "W": 32}
     assert sympy.sympify(doc.cost.flops).subs({"B": 1, "H": 32, "W": 32}) == 2 * 16 * 16 * 4 * 27
+
+
+def test_probes_on_the_meta_device_take_a_kernels_dtype():
+    """A record whose T the code pins has its shapes from probes on the meta device, where F.grouped_mm takes
+    bfloat16 only: the probes ran on a CPU copy ("the meta-device forward failed"), Jamba's too. That call alone
+    now runs in bfloat16 there, and the shapes keep the model's dtype."""
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:pinned_grouped_experts"),
+                            pipeline.Settings(verify=False))
+    assert not any("meta-device forward failed" in str(note) for note in doc.input_notes)
+    experts = doc.component("blocks.experts")
+    assert experts.shapes.method == "meta" and [t.dtype for t in experts.shapes.outputs] == ["float32"]
