@@ -56,7 +56,10 @@ def said(condition) -> str:
 def _said(expr) -> str:
     plain = _Plain()
     if isinstance(expr, sympy.core.relational.Relational) and expr.rel_op in _RELATIONS:
-        return f"{plain.doprint(expr.lhs)} {_RELATIONS[expr.rel_op]} {plain.doprint(expr.rhs)}"
+        op = _RELATIONS[expr.rel_op]
+        if isinstance(expr.lhs, sympy.Mod) and expr.rhs == 0 and op in ("≤", ">"):      # a remainder is never < 0
+            op = "=" if op == "≤" else "≠"
+        return f"{plain.doprint(expr.lhs)} {op} {plain.doprint(expr.rhs)}"
     if isinstance(expr, (sympy.And, sympy.Or)):
         word = " and " if isinstance(expr, sympy.And) else " or "
         return word.join(_said(a) for a in expr.args)

@@ -240,14 +240,21 @@ def _at_reference(model, trace, specs, choice, bounds: dict, repeats):
     """The record again at the sizes the pages count costs at, where the run took a branch its own sizes decided
     and those sizes take the other side (Swin at a 40 x 56 image: one window per map from the second stage on, so no
     shifted windows; its attention FLOPs at 224 x 224 were 2.7 times too many). The dims of those conditions take
-    the reference sizes (kept distinct, as the run's sizes are) and the run is kept where fewer conditions are off."""
+    the reference sizes (kept distinct, as the run's sizes are: a width equal to the height is doubled, not moved
+    by one, so that a 32 x 32 image is no 32 x 33, off every branch a multiple of 4 decides) and the run is kept
+    where fewer conditions are off."""
     if not trace.branches:
         return trace
     reference, off = _off_reference(model, trace, bounds)
     if not off:
         return trace
     named = {str(x) for c in off for x in c.free_symbols}
-    grown = {**trace.hints, **{s: reference[s] for s in named if s in reference and s in trace.hints}}
+    grown = dict(trace.hints)
+    for s in [s for s in trace.hints if s in named and s in reference]:
+        size = reference[s]
+        while size in [v for k, v in grown.items() if k != s]:
+            size *= 2           # apart from an equal size, by a multiple: every divisor of the reference holds still
+        grown[s] = size
     again = _again(model, specs, choice, grown, bounds, repeats)
     if again is None or len(again.specialized) > len(trace.specialized):
         return trace

@@ -364,12 +364,12 @@ def test_a_pinned_forward_that_runs_at_no_probed_size_is_the_models_failure(caps
 def test_a_branch_a_remainder_decides_is_said(capsys):
     """Zamba2 pads T to a multiple of 16 only if it is not one: the record made at T = 32 took the branch that does
     not pad and held its shapes (16·⌈T/16⌉ read as T) for every T, in silence. The condition is said, with its
-    line, on stderr and on the model's page: as T's remainder (T mod 16 > 0), not as sympy's Mod(15*T, 16) of the code's
+    line, on stderr and on the model's page: as T's remainder (T mod 16 ≠ 0), not as sympy's Mod(15*T, 16) of the code's
     (-T) % 16, nor its Mod(T, 16) > 0."""
     data, err = _describe(capsys, "pads_to_chunks")
     line = next(i for i, text in enumerate(open(ROOT / "tests" / "fixtures" / "recording_models.py"), 1)
                 if "if pad > 0:" in text)
-    assert f"the code took a branch that holds where T mod 16 > 0 (recording_models.py:{line}), at T = " in err
+    assert f"the code took a branch that holds where T mod 16 ≠ 0 (recording_models.py:{line}), at T = " in err
     assert [note for note in data["input_notes"] if "branch" in note] == [next(
         line for line in err.splitlines() if "branch" in line).removeprefix("atlas: PadsToChunks: ")]
 
@@ -609,3 +609,13 @@ def test_no_symbolic_run_the_cpu_takes_the_preferred_inputs():
     assert doc.inputs == ("pixel_values:float32[B,3,16,16]",)
     assert [str(d.symbol or d.value) for d in doc.root.shapes.outputs[0].dims] == ["B", "16", "8"]
     assert doc.forward_failure is None
+
+
+def test_a_record_remade_at_the_reference_keeps_its_divisors():
+    """A record remade at the reference sizes keeps H and W apart by doubling one, not by adding one: at 32 x 33
+    (224 x 225 before the config's size was the reference) the image took the branch that pads pixels up to whole
+    patches, which no 32 x 32 image takes, and its pages held there."""
+    doc = document(load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:windowed_image"), Settings(verify=False))
+    branches = [str(note) for note in doc.input_notes if "took a branch" in str(note)]
+    assert any("holds where W mod 4 = 0" in b and "at W = 64" in b for b in branches), branches
+    assert not any("≠" in b for b in branches), branches
