@@ -395,3 +395,22 @@ def test_a_cached_index_another_layer_made_is_made_again():
     for cid in ("first", "second", ""):
         e = doc.component(cid).equations
         assert e.status is EquationStatus.DERIVED and e.verification.verified, (cid, e.reason)
+
+
+def test_attention_by_keyword_and_its_mask_explained():
+    """Keys and values given by keyword after the padding mask are taken by name (by position the mask stood in for
+    the keys: "mat1 and mat2 shapes cannot be multiplied"), and a page whose logits add a mask says how torch adds
+    it: −∞ where a boolean one is true (read as a plain sum, true keys would weigh more)."""
+    doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:keywords_attention")
+    e = doc.component("attn").equations
+    assert e.status is EquationStatus.DERIVED and e.verification.verified, e.reason or e.verification.reason
+    assert [(tex, str(text)[:45]) for tex, text in e.notations] == [
+        (r"\atlasref{in.key_padding_mask}", "added to the logits as torch adds a mask: a b")]
+
+
+def test_nan_on_both_sides_is_not_verified():
+    """A forward() that gives NaN at every value, and equations that agree, prove nothing: it was "verified"."""
+    doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:nan_everywhere")
+    v = doc.root.equations.verification
+    assert not v.verified and str(v.reason).startswith("not compared: forward() gives NaN at every one of its 8")
+    assert doc.component("linear").equations.verification.verified

@@ -22,8 +22,12 @@ def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):
     named = b.named
     if masks and not named:             # by position alone, an attention mask and a padding mask look alike
         raise Unsupported(msg("%(layer)s called with a mask", layer="MultiheadAttention"))
+    if named:                           # by name: keywords come after the positions, in the order the call wrote them
+        query, key, value = named.get("query"), named.get("key"), named.get("value")
     key = query if key is None else key
     value = key if value is None else value
+    if not all(isinstance(x, Node) for x in (query, key, value)):
+        raise Unsupported(msg("no equations for %(cls_name)s", cls_name="MultiheadAttention"))
     mask, padding = named.get("attn_mask"), named.get("key_padding_mask")
     if any(x is not None and not isinstance(x, Node) for x in (mask, padding)):
         raise Unsupported(msg("%(layer)s called with a mask", layer="MultiheadAttention"))
@@ -71,6 +75,7 @@ def transformer_encoder_layer(b: LeafBuilder, src, *masks):
     named = b.named
     if masks and not named:             # by position alone, an attention mask and a padding mask look alike
         raise Unsupported(msg("%(layer)s called with a mask", layer="TransformerEncoderLayer"))
+    src = named.get("src", src) if named else src
     passed = {"attn_mask": named.get("src_mask"), "key_padding_mask": named.get("src_key_padding_mask"),
               "need_weights": False, "is_causal": bool(named.get("is_causal", False))}
     if any(x is not None and not isinstance(x, Node) for x in (passed["attn_mask"], passed["key_padding_mask"])):

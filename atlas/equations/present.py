@@ -11,7 +11,7 @@ import sympy
 from atlas.equations import ops_math as m
 from atlas.equations.facts import facts
 from atlas.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
-from atlas.equations.ops_nn import Call, Loop
+from atlas.equations.ops_nn import Call, Loop, MHAOp
 from atlas.equations.ops_tensor import Heads, MergeHeads
 from atlas.equations.program import Program
 from atlas.i18n import msg
@@ -68,7 +68,16 @@ def notations(prog: Program) -> tuple:
                 out.append((r"\epsilon_{\mathrm{mach}}", msg("the machine epsilon of the input's floating-point type "
                                                               "(%(eps)s in float32), which torch adds when eps is None",
                                                               eps="%.3g" % m.MachineEpsilon.of("float32"))))
-            elif node.meta.get("causal") is True and "causal" not in seen:         # Attention, MHAOp
+            elif isinstance(node, MHAOp) and "mha-mask" not in seen and any(
+                    isinstance(mask, Sym) for mask in node.args[11:13]):
+                seen.add("mha-mask")
+                shown = [mask for mask in node.args[11:13] if isinstance(mask, Sym)]
+                out.append((r",\ ".join(_ref(mask.key) for mask in shown),
+                            msg("added to the logits as torch adds a mask: a boolean one is −∞ where it is true (that "
+                                "key is left out) and 0 elsewhere, a float one as it is; a padding mask [B, S] for "
+                                "every head and query, an attention mask [T, S] for every sequence, or [B·heads, T, S] "
+                                "with the heads of each sequence in turn")))
+            if node.meta.get("causal") is True and "causal" not in seen:         # Attention, MHAOp
                 seen.add("causal")
                 out.append((r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}",
                             msg("the causal mask: each position attends to itself and the positions before it")))

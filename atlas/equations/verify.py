@@ -287,6 +287,10 @@ def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working:
                                 reason=msg("the equations give shape %(got)s, forward() gives %(expected)s",
                                            got=str(shape), expected=str(tuple(e.shape))))
         worst = max(worst, _error(e, a))
+    floats = [e for e in expected if (e.is_floating_point() or e.is_complex()) and e.numel()]
+    if floats and not any(bool(torch.isfinite(e).any()) for e in floats):     # NaN on both sides proves nothing
+        total = sum(e.numel() for e in floats)
+        return math.inf, (total, total)
     return worst, _nan_only_in(expected, got)
 
 
@@ -306,6 +310,10 @@ def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verifica
     """The comparison's outcome: `forward` runs the instance again (a partial of _forward), to tell a forward() that
     draws random numbers torch's seed does not fix from a disagreement."""
     dname, note = _dtype_name(run), _note(run, why)
+    if worst > tol and nan and nan[0] == nan[1]:        # every value: the equations' are no evidence either
+        return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(
+            "not compared: forward() gives NaN at every one of its %(total)s values on the inputs the check made: "
+            "those inputs are outside what it handles", total=nan[1]))
     if worst > tol and nan:     # forward() breaks down on the inputs made for it (a row with every key masked)
         return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(
             "not compared: forward() gives NaN at %(n)s of %(total)s values on the inputs the check made, where the "
