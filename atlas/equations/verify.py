@@ -27,7 +27,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from atlas import buffer_values
+from atlas import buffer_values, code_caches
 from atlas.equations.check_inputs import CheckInputs, copies
 from atlas.equations.data_reads import DataReads
 from atlas.equations.nodes import DataDependentSize
@@ -186,6 +186,7 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
     (or forward()'s error, file:line, where it did not run), torch's random state forward() started from, and,
     with `watch`, what it read from its data (the watch turns torch's fused fast paths off: only where asked)."""
     torch.manual_seed(seed)
+    code_caches.clear(module)           # a cache filled by the record holds its fake tensors
     inst = materialize(module, dtype, seed)
     made = CheckInputs(inst, module, sizes, dtype, seed, working, remake_floats)
     sig = inspect.signature(inst.forward)
