@@ -481,7 +481,7 @@ def test_sizes_all_given_the_cost_is_a_number_said_once(capsys):
     flops = doc.cost.flops
     page = render.render(doc)[f"{doc.slug}/index.md"]
     assert "At :" not in page and f"$$\nF = {int(flops):,}\n$$\n\nThat is ".replace(",", "{,}") in page
-    assert "**Where the FLOPs go**\n" in page and "Where the FLOPs go** (" not in page
+    assert "**Where the FLOPs go**\n\n| " in page and "Where the FLOPs go** (" not in page
     assert main(["describe", fixture_spec("two_layer_mlp"), "--input", "input:float32[2,3]"]) == 0
     table = capsys.readouterr().out
     assert " at ;" not in table and f"FLOPs of one instance's forward; the model's: {int(flops)}" in table
