@@ -100,6 +100,11 @@ class _Try:
         return self.trace is not None and self.trace.error is None and self.trace.root is not None
 
 
+def _resolved(texts, sizes: dict, vocab):
+    """(input specs, their symbols) for a choice's texts, the symbols of `sizes` given those sizes."""
+    return inputs_mod.resolve([_fix(inputs_mod.parse_input(x), sizes) for x in texts], vocab)
+
+
 def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
     """The first choice whose symbolic run works; where none does, the first that works again at the sizes its
     code stopped it for not having (after every choice: a rank-2 input whose features meet a Linear as its batch
@@ -107,7 +112,7 @@ def _attempt(model, choices, disc, fixed, bounds, vocab, repeats) -> _Try:
     t = _Try()
     refused = []
     for choice in choices:
-        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), fixed) for x in choice.texts], vocab)
+        specs, symbols = _resolved(choice.texts, fixed, vocab)
         trace = _record(model, specs, _hints(specs, symbols, choice.hints, bounds), disc, repeats, t.notes)
         if trace.error is not None and trace.refused:
             refused.append((choice, trace))
@@ -165,7 +170,7 @@ def _at_required_sizes(model, choice: Choice, fixed: dict, bounds: dict, vocab, 
         for name, size, site in new:
             sizes[name] = (size, site)
         pinned = {**fixed, **{name: size for name, (size, _) in sizes.items()}}
-        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), pinned) for x in choice.texts], vocab)
+        specs, symbols = _resolved(choice.texts, pinned, vocab)
         stopped = trace_run.symbolic(model, specs, _hints(specs, symbols, choice.hints, bounds), repeats)
         if stopped.error is None and stopped.root is not None:
             texts = tuple(_text(s) for s in specs)
@@ -418,7 +423,7 @@ def _on_the_cpu(model, choices: list[Choice], tried: Choice, trace, disc, fixed:
     order = [c for c in before if [inputs_mod.parse_input(x).name for x in c.texts] == names]
 
     def run(choice: Choice, hints):
-        specs, symbols = inputs_mod.resolve([_fix(inputs_mod.parse_input(x), fixed) for x in choice.texts], vocab)
+        specs, symbols = _resolved(choice.texts, fixed, vocab)
         limits = _limits(disc, bounds, symbols, hints)
         probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
         return choice, specs, symbols, limits, probe, probes.concrete_record(model, specs, probe, budget_bytes)

@@ -61,6 +61,11 @@ class MHAOp(Node):
     `key_padding_mask` ([B, S]) added to the logits, a boolean one as −∞ where it is true; with is_causal, no padding
     mask and no weights asked for, torch takes the hint and applies the causal mask in place of attn_mask."""
 
+    @property
+    def masks(self) -> tuple:
+        """The attention mask and the padding mask, each None where the call has none."""
+        return self.args[11], self.args[12]
+
     def _proj(self, p, x, w, b):
         # a weight stored out × in, as F.multi_head_attention_forward takes it: head h's rows, transposed
         head = (p.base(w.args[0]) + r"^{(h)\mathsf T}" if isinstance(w, Transpose) and w.meta.get("ndim") == 2

@@ -69,9 +69,9 @@ def notations(prog: Program) -> tuple:
                                                               "(%(eps)s in float32), which torch adds when eps is None",
                                                               eps="%.3g" % m.MachineEpsilon.of("float32"))))
             elif isinstance(node, MHAOp) and "mha-mask" not in seen and any(
-                    isinstance(mask, Sym) for mask in node.args[11:13]):
+                    isinstance(mask, Sym) for mask in node.masks):
                 seen.add("mha-mask")
-                shown = [mask for mask in node.args[11:13] if isinstance(mask, Sym)]
+                shown = [mask for mask in node.masks if isinstance(mask, Sym)]
                 out.append((r",\ ".join(_ref(mask.key) for mask in shown),
                             msg("added to the logits as torch adds a mask: a boolean one is −∞ where it is true (that "
                                 "key is left out) and 0 elsewhere, a float one as it is; a padding mask [B, S] for "
