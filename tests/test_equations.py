@@ -4,6 +4,7 @@ import json
 import shutil
 
 import pytest
+import torch
 from torch import nn
 
 from atlas import pipeline, recording, shapes, spec, walk
@@ -414,3 +415,37 @@ def test_nan_on_both_sides_is_not_verified():
     v = doc.root.equations.verification
     assert not v.verified and str(v.reason).startswith("not compared: forward() gives NaN at every one of its 8")
     assert doc.component("linear").equations.verification.verified
+
+
+class _GivenState(nn.Module):
+    """An RNN started from a learned state: an LSTM's (h0, c0) two different tensors, one row per layer and
+    direction, as forward() passes them."""
+
+    def __init__(self, kind: str, layers: int, bidirectional: bool, batch_first: bool):
+        super().__init__()
+        self.rnn = getattr(nn, kind)(5, 6, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
+        rows = layers * (2 if bidirectional else 1)
+        self.h0 = nn.Parameter(torch.randn(rows, 1, 6))
+        self.c0 = nn.Parameter(torch.randn(rows, 1, 6))
+
+    def forward(self, x):
+        b = x.shape[0] if self.rnn.batch_first else x.shape[1]
+        h = self.h0.expand(-1, b, -1).contiguous()
+        return self.rnn(x, (h, self.c0.expand(-1, b, -1).contiguous()) if isinstance(self.rnn, nn.LSTM) else h)[0]
+
+
+@pytest.mark.parametrize("kind,layers,bidirectional,batch_first", [
+    ("LSTM", 1, False, True), ("LSTM", 2, True, False), ("LSTM", 2, False, True), ("GRU", 2, True, True)])
+def test_a_recurrent_layer_started_from_a_given_state(kind, layers, bidirectional, batch_first):
+    """The state a call gives starts every layer and direction from its own row; an LSTM's h0 and c0 each start
+    their own stream (the cell was started with h0's rows for both, and indexed them along the batch)."""
+    model = _GivenState(kind, layers, bidirectional, batch_first)
+    doc = _leaf_doc(model, ["x:float32[B,T,5]" if batch_first else "x:float32[T,B,5]"])
+    for cid in ("", "rnn"):
+        v = doc.component(cid).equations.verification
+        assert v.verified, (cid, v.reason)
+    assert doc.component("rnn").summary.endswith(", from the state the call gives."), doc.component("rnn").summary
+    assert _leaf_doc(model.rnn, ["input:float32[B,T,5]" if batch_first else "input:float32[T,B,5]"]).root.summary \
+        .endswith(", from a zero state."), "called without a state"
+    given = r"x,\,z\right)" if kind == "GRU" else r"x,\,z,\,{z'}\right)"       # z, z': h0 and c0 expanded
+    assert any(rf"\operatorname{{{kind}}}\!\left({given}" in line for line in lines(doc, "")), lines(doc, "")

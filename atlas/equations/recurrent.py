@@ -22,7 +22,8 @@ class Scan(Node):
     """Run the cell over time, layer after layer, in each direction; returns (output, final state)."""
 
     def tex(self, p):
-        return p.print(self.args[2]) + r"\!\left(" + p.print(self.args[0]) + r"\right)"
+        given = [a for a in (self.args[0], self.args[1], self.args[3]) if a is not None]
+        return p.print(self.args[2]) + r"\!\left(" + ",\\,".join(p.print(a) for a in given) + r"\right)"
 
     def item_tex(self, p, i: int) -> str:
         """The outputs in the cell's terms: every h_t of the last layer, then the final state."""
@@ -32,14 +33,14 @@ class Scan(Node):
             return r"\big(\atlasref{h_t}\big|_{t=T},\,\atlasref{c_t}\big|_{t=T}\big)"
         return r"\atlasref{h_t}\big|_{t=T}"
 
-    def run(self, ev, x, h0, mod):
+    def run(self, ev, x, h0, mod, c0=None):
+        """x, and the state the call gives (h0, and an LSTM's c0: [layers × directions, B, H]) or None."""
         kind, cell = self.meta["kind"], self.meta["cell"]
         unbatched = x.dim() == 2                # one sequence [T, in]: torch runs it as a batch of one
         batch_first = mod.batch_first and not unbatched
         if unbatched:
             x = x.unsqueeze(1)
-            if h0 is not None:
-                h0 = tuple(h.unsqueeze(1) for h in h0) if kind == "LSTM" else h0.unsqueeze(1)
+            h0, c0 = (None if s is None else s.unsqueeze(1) for s in (h0, c0))
         if batch_first:
             x = x.transpose(0, 1)
         T, B = x.shape[0], x.shape[1]
@@ -57,8 +58,8 @@ class Scan(Node):
                     part = w[i * H:(i + 1) * H]
                     env[key] = part.transpose(-2, -1) if part.dim() > 1 else part
                 sub = Evaluator(env, ev.sizes, ev.dtype)
-                h = x.new_zeros(B, H) if h0 is None else h0[0][layer * dirs + d] if kind == "LSTM" else h0[layer * dirs + d]
-                c = x.new_zeros(B, H) if kind != "LSTM" or h0 is None else h0[1][layer * dirs + d]
+                h = x.new_zeros(B, H) if h0 is None else h0[layer * dirs + d]
+                c = x.new_zeros(B, H) if c0 is None else c0[layer * dirs + d]
                 steps = range(T - 1, -1, -1) if d else range(T)
                 seq = [None] * T
                 for s in steps:
@@ -79,7 +80,8 @@ class Scan(Node):
         return (out, (hn, cn)) if kind == "LSTM" else (out, hn)
 
 
-def recurrent(b: LeafBuilder, x, h0=None, *rest):
+def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
+    """The call's tensors as forward() is given them, an LSTM's state (h0, c0) as two: x, h0, c0."""
     mod = b.module
     kind = type(mod).__name__ if type(mod).__name__ in GATES else None
     if kind is None or getattr(mod, "proj_size", 0):
@@ -142,10 +144,11 @@ def recurrent(b: LeafBuilder, x, h0=None, *rest):
         step("h_t", "h_t", act(pre(0, "h")))
     key = f"m.{b.path}" if b.path else "m."
     prog.add(key, "module", ("module", b.path), base=type(mod).__name__)
-    node = Scan(x, h0, Sym(key), kind=kind, cell=cell, params=params)
+    node = Scan(x, h0, Sym(key), c0 if kind == "LSTM" else None, kind=kind, cell=cell, params=params)
     summary = msg("A %(kind)s of %(layers)s layers with %(hidden)s hidden features, run over the positions in "
-                  "order%(both)s.", kind=kind, layers=mod.num_layers, hidden=mod.hidden_size,
-                  both=msg(", in both directions") if mod.bidirectional else "")
+                  "order%(both)s, from %(start)s.", kind=kind, layers=mod.num_layers, hidden=mod.hidden_size,
+                  both=msg(", in both directions") if mod.bidirectional else "",
+                  start=msg("a zero state") if h0 is None else msg("the state the call gives"))
     return Leaf((t.Item(node, i=0), t.Item(node, i=1)), inline=False, summary=summary)
 
 
