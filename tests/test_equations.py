@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -449,3 +450,49 @@ def test_a_recurrent_layer_started_from_a_given_state(kind, layers, bidirectiona
         .endswith(", from a zero state."), "called without a state"
     given = r"x,\,z\right)" if kind == "GRU" else r"x,\,z,\,{z'}\right)"       # z, z': h0 and c0 expanded
     assert any(rf"\operatorname{{{kind}}}\!\left({given}" in line for line in lines(doc, "")), lines(doc, "")
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return x + self.lin(x)
+
+
+class _Keeps(nn.Module):
+    """A stack of blocks (a network of its own: one call on its parent's page) that keeps a value it computed."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([_Block(), _Block()])
+
+    def forward(self, x):
+        for i, block in enumerate(self.blocks):
+            x = block(x)
+            if i == 0:
+                self.kept = torch.tanh(x)               # kept on the module, not returned
+        return x
+
+
+class _UsesWhatAChildKept(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child = _Keeps()
+
+    def forward(self, x):
+        return self.child(x) + self.child.kept
+
+
+def test_a_tensor_a_child_kept_is_named_where_it_was_computed():
+    """A tensor another module computed and passed on without returning it (kept on the module here; a hook in
+    transformers' captured hidden states): the reason says so and where it was computed, not that forward() never
+    computed it, at the line of the last operation before."""
+    doc = _leaf_doc(_UsesWhatAChildKept(), ["x:float32[B,4]"])
+    e = doc.root.equations
+    assert e.status is EquationStatus.NOT_DERIVED
+    line = next(i for i, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "self.kept = torch" in text)
+    assert e.reason == ("the code uses a tensor that another module computed and did not return (computed at "
+                        f"test_equations.py:{line}): a hook or an attribute passed it on"), e.reason
+    assert doc.component("child").equations.verification.verified
