@@ -431,13 +431,15 @@ def _pixels(name, model, config, dtype):
     patch, _ = config_value(config, "patch_size")
     if size is not None:
         h, w = (size, size) if isinstance(size, int) else size
-        ph, pw = (patch, patch) if isinstance(patch, int) else (patch or (1, 1))
-        table = _position_table(model, (h // ph) * (w // pw), first.layers[0].path if first is not None else None)
-        if table is not None:
-            size, patch = f"{h}x{w}", f"{ph}x{pw}"
-            fixed_by = msg("%(size)s fixed by %(field)s, since %(table)s has one row per %(patch)s patch",
-                           size=size, field=_field(s_field), table=_code(table), patch=patch)
-            return [*texts(h, w), *texts("H", "W")], _joined(c_why, fixed_by), None, None, []
+        grids = [(patch, patch) if isinstance(patch, int) else tuple(patch or (1, 1))]
+        if first is not None:           # the patch embedding's stride, where its kernel is larger (Hiera: 7x7, 4)
+            grids.append(tuple(model.get_submodule(first.layers[0].path).stride))
+        for ph, pw in dict.fromkeys(grids):
+            table = _position_table(model, (h // ph) * (w // pw), first.layers[0].path if first is not None else None)
+            if table is not None:
+                fixed_by = msg("%(size)s fixed by %(field)s, since %(table)s has one row per %(patch)s patch",
+                               size=f"{h}x{w}", field=_field(s_field), table=_code(table), patch=f"{ph}x{pw}")
+                return [*texts(h, w), *texts("H", "W")], _joined(c_why, fixed_by), None, None, []
     bounds = []
     for axis, sym in enumerate(("H", "W")):
         stack = conv_limits.stack(model, 2, axis=axis, in_channels=channels)

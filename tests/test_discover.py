@@ -491,6 +491,30 @@ def test_the_image_size_is_tied_to_the_table_beside_the_patch_embedding():
                                         "patch")
 
 
+class _OverlappingPatches(nn.Module):
+    """A patch embedding whose 7x7 kernels move 4 pixels at a time (Hiera's): a 32x32 image makes 8x8 tokens, one
+    per 4x4 patch, and the table has a row for each; patch_size is the kernel's, 7."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = SimpleNamespace(image_size=32, patch_size=7, num_channels=3)
+        self.patch = nn.Conv2d(3, 8, 7, stride=4, padding=3)
+        self.pos_embed = nn.Parameter(torch.zeros(1, 64, 8))
+
+    def forward(self, pixel_values):
+        return self.patch(pixel_values).flatten(2).transpose(1, 2) + self.pos_embed
+
+
+def test_a_table_per_patch_embedding_stride_fixes_the_image_size():
+    """The table's rows count the patch embedding's grid, its stride (4), not config.patch_size (7, its kernel):
+    the image size is fixed by it, where the note said "any height and width (no position table ...)" and the
+    model then failed at H x W."""
+    d = _found(_OverlappingPatches())
+    assert d.inputs[0].candidates[0] == "pixel_values:float32[B,3,32,32]"
+    assert d.inputs[0].because.endswith("32x32 fixed by config.image_size, since `pos_embed` has one row per 4x4 "
+                                        "patch")
+
+
 def test_a_vision_encoder_decoder_reads_its_encoders_config(hf_suite):
     """VisionEncoderDecoder keeps the image size in config.encoder: found there, and named so (it ran at no size
     and nothing was derived)."""
