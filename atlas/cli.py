@@ -172,16 +172,13 @@ def _inputs_report(docs, strict: bool) -> int:
 
 
 def _release_read_sources() -> None:
-    """Let go of what Python caches and can make again: the source files its line cache holds. torch's import reads 2.7 MB
+    """Let go of the source files Python's line cache holds, the ones it can read again. torch's import reads 2.7 MB
     of lines into it (torch/nn/functional.py alone 0.7 MB, for its docstrings and configs) and transformers' adds
     the model's files; nothing in a describe reads them (atlas.source_spans reads files itself), and the memory
     they free serves the stages after the load. Entries that are not files (code registered for tracebacks) stay."""
     import linecache
     for name in [name for name, entry in linecache.cache.items() if len(entry) == 4 and entry[1] is not None]:
         del linecache.cache[name]
-    # and the import system's finders, each holding its directory's listing (0.7 MB for the 300 directories torch
-    # and transformers import from): a later import makes the finder it needs again
-    sys.path_importer_cache.clear()
 
 
 def _run(args) -> int:
