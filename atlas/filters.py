@@ -48,7 +48,8 @@ def md_message(text: str) -> str:
     as HTML code, escaped, so no text closes the paragraph it sits in. A quoted error message (it has spaces, and
     may hold backticks of its own) stays text."""
     parts = re.split(r"`([^`\s]+)`", i18n.render(text))
-    return "".join(f"<code>{part.translate(_HTML_QUOTES)}</code>" if i % 2 else md_text(part) for i, part in enumerate(parts))
+    return "".join(f"<code>{part.translate(_HTML_QUOTES)}</code>" if i % 2 else md_text(part)
+                   for i, part in enumerate(parts))
 
 
 def md_code(text: str) -> str:

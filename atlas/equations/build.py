@@ -188,11 +188,11 @@ class Builder(ChildCalls, ListLoops):
             return made
         if v.shape is None and v.expr is not None and not getattr(v.expr, "free_symbols", set()) - input_sizes(v.expr):
             return SizeOf(v.expr)                   # a size computed from the input dims
-        made = v.made_by.site if isinstance(v.made_by, OpEvent) else None
-        if made is not None:        # another module's forward made it: a hook or an attribute passed it on
+        computed_at = v.made_by.site if isinstance(v.made_by, OpEvent) else None
+        if computed_at is not None:     # another module's forward made it: a hook or an attribute passed it on
             raise leaves.Unsupported(msg("the code uses a tensor that another module computed and did not return "
                                          "(computed at %(place)s): a hook or an attribute passed it on",
-                                         place=f"{os.path.basename(made.file)}:{made.line}"))
+                                         place=f"{os.path.basename(computed_at.file)}:{computed_at.line}"))
         place = f"{os.path.basename(self._site.file)}:{self._site.line}" if self._site else "?"
         raise leaves.Unsupported(msg("the code uses a tensor that is neither an input, a parameter or buffer, nor "
                                      "computed in forward() (%(place)s)", place=place))
