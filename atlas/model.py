@@ -194,6 +194,7 @@ class Claim:
     start: int
     end: int
     excerpt: str
+    source: Source | None = None    # the file's own source, where it is not the component's (an inherited __init__)
 
 
 @dataclass(frozen=True)

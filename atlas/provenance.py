@@ -202,12 +202,13 @@ class _Reader:
             return None
 
     @_memo
-    def assignment_lines(self, cls: type, attr: str) -> tuple[int, int] | None:
-        """Lines in __init__ (along the MRO) that set self.<attr>, or register it."""
+    def assignment_lines(self, cls: type, attr: str) -> tuple[str, int, int] | None:
+        """(file, first line, last line) in __init__ (along the MRO) that set self.<attr>, or register it: the file
+        is the one of the class whose __init__ does (torch's linear.py for a subclass of nn.Linear in a model's)."""
         for klass in type.mro(cls):
             found = self.assignments(klass).get(attr)
             if found is not None:
-                return found
+                return (inspect.getsourcefile(klass), *found)
         return None
 
     @_memo
@@ -234,6 +235,16 @@ class _Reader:
     def claim(self, text: str, check: str, file: str, src_file: str, start: int, end: int) -> Claim:
         return Claim(text, check, file, start, end, self.files.text(src_file, start, end))
 
+    def claim_in(self, text: str, check: str, source: Source, src_file: str, spans: list, repo_url: str | None):
+        """A claim on the lines of `spans` ((file, start, end) each) in the first span's file: the component's own
+        source file, or another one (an attribute an inherited __init__ sets), then pinned at its own revision."""
+        file = spans[0][0]
+        a, b = min(s for f, s, _ in spans if f == file), max(e for f, _, e in spans if f == file)
+        if file == src_file:
+            return self.claim(text, check, source.file, src_file, a, b)
+        other = self.locate(file, repo_url)
+        return Claim(text, check, other.file, a, b, self.files.text(file, a, b), other)
+
 
 HYPER = {"eps": msg("epsilon"), "p": msg("dropout probability"), "approximate": msg("GELU approximation"),
          "softcap": msg("softcap"), "heads": msg("heads"), "head_features": msg("features per head"),
@@ -243,7 +254,7 @@ HYPER = {"eps": msg("epsilon"), "p": msg("dropout probability"), "approximate": 
 
 
 def claims_for(reader: _Reader, module: nn.Module, comp: Component, source: Source,
-               doc: ModelDoc | None = None) -> tuple[Claim, ...]:
+               doc: ModelDoc | None = None, repo_url: str | None = None) -> tuple[Claim, ...]:
     cls = type(module)
     found = reader.class_lines(cls)
     if found is None:
@@ -255,13 +266,12 @@ def claims_for(reader: _Reader, module: nn.Module, comp: Component, source: Sour
         spans = [reader.assignment_lines(cls, r.name) for r in rows]
         spans = [s for s in spans if s]
         if spans:
-            a, b = min(s for s, _ in spans), max(e for _, e in spans)
             owned = tuple(msg("%(tensor)s (%(calculation)s)", tensor=lowered(r.label),
                               calculation=calculation(r.factors)) for r in rows)
-            out.append(reader.claim(
+            out.append(reader.claim_in(
                 msg("%(name)s owns its %(owned)s: %(count)s parameters per instance.", name=comp.name,
                     owned=owned, count=comp.own_parameters),
-                msg("accounting"), source.file, src_file, a, b))
+                msg("accounting"), source, src_file, spans, repo_url))
     e = comp.equations
     verified = e is not None and e.verification is not None and e.verification.verified
     values = []
@@ -272,11 +282,12 @@ def claims_for(reader: _Reader, module: nn.Module, comp: Component, source: Sour
             continue
         values.append((what, value, span))
     if values and verified:
-        a, b = min(s[0] for *_, s in values), max(s[1] for *_, s in values)
+        file = values[0][2][0]          # the settings one file's __init__ sets: the first's
+        values = [v for v in values if v[2][0] == file]
         settings = tuple(msg("%(setting)s %(value)s", setting=what, value=_show(value)) for what, value, _ in values)
-        out.append(reader.claim(msg("Configured with %(settings)s; the equations above use these values and reproduce "
-                              "forward().", settings=settings),
-                          msg("equations verified"), source.file, src_file, a, b))
+        out.append(reader.claim_in(msg("Configured with %(settings)s; the equations above use these values and "
+                                       "reproduce forward().", settings=settings),
+                                   msg("equations verified"), source, src_file, [s for *_, s in values], repo_url))
     span = reader.method_span(cls, "forward")
     if verified and span and leaves.builder_for(module) is None:
         error = f"{e.verification.max_error:.0e}"
@@ -442,7 +453,7 @@ def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> Mode
             continue
         source = replace(reader.locate(found[2], repo_url), excerpts=reader.excerpts(type(module)))
         comp = replace(comp, source=source)
-        comp = replace(comp, claims=claims_for(reader, module, comp, source, doc))
+        comp = replace(comp, claims=claims_for(reader, module, comp, source, doc, repo_url))
         out.append(comp)
     doc = replace(doc, components=tuple(out))
     return replace(doc, components=tuple(replace(c, explanation=explanation(doc, c)) for c in doc.components))

@@ -7,7 +7,7 @@ Python (`parameters_total`, a row's `calculation`); from_dict ignores them.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from atlas.equations.markup import plain
 from atlas.filters import calculation
@@ -50,6 +50,16 @@ def tensors_from(items: list[dict]) -> tuple[TensorShape, ...]:
     return tuple(TensorShape(t["name"], tuple(dim_from(d) for d in t["shape"]), t["dtype"]) for t in items)
 
 
+def _pinned(source: Source) -> dict:
+    """A source file at its revision, without excerpts."""
+    return {"file": source.file, "origin": source.origin, "revision": source.revision, "label": source.label,
+            "dirty": source.dirty, "url": source.url}
+
+
+def _source_from(d: dict) -> Source:
+    return Source(d["file"], d["origin"], d["revision"], d["label"], d["dirty"], d["url"])
+
+
 def component_dict(c: Component) -> dict:
     s = c.shapes
     return {
@@ -80,12 +90,11 @@ def component_dict(c: Component) -> dict:
         "equations": equations_dict(c.equations),
         "verification": verification_dict(c.equations),
         "source": None if c.source is None else {
-            "file": c.source.file, "origin": c.source.origin, "revision": c.source.revision, "label": c.source.label,
-            "dirty": c.source.dirty, "url": c.source.url,
-            "excerpts": [{"start": x.start, "end": x.end, "text": x.text} for x in c.source.excerpts],
+            **_pinned(c.source), "excerpts": [{"start": x.start, "end": x.end, "text": x.text} for x in c.source.excerpts],
         },
         "claims": [{"text": x.text, "check": x.check, "file": x.file, "start": x.start, "end": x.end,
-                    "excerpt": x.excerpt} for x in c.claims],
+                    "excerpt": x.excerpt, "source": None if x.source is None else _pinned(x.source)}
+                   for x in c.claims],
         "explanation": list(c.explanation),
         "cost": cost_dict(c.cost),
         "cost_reason": c.cost_reason,
@@ -273,11 +282,11 @@ def from_dict(data: dict) -> ModelDoc:
                 ShapeStatus(c["shapes"]["status"]), tensors_from(c["inputs"]), tensors_from(c["outputs"]),
                 c["shapes"]["method"], c["shapes"]["reason"]),
             equations=equations_from(c),
-            source=None if c["source"] is None else Source(
-                c["source"]["file"], c["source"]["origin"], c["source"]["revision"], c["source"]["label"],
-                c["source"]["dirty"], c["source"]["url"],
-                tuple(Excerpt(x["start"], x["end"], x["text"]) for x in c["source"]["excerpts"])),
-            claims=tuple(Claim(x["text"], x["check"], x["file"], x["start"], x["end"], x["excerpt"]) for x in c["claims"]),
+            source=None if c["source"] is None else replace(
+                _source_from(c["source"]), excerpts=tuple(Excerpt(x["start"], x["end"], x["text"])
+                                                          for x in c["source"]["excerpts"])),
+            claims=tuple(Claim(x["text"], x["check"], x["file"], x["start"], x["end"], x["excerpt"],
+                               None if x["source"] is None else _source_from(x["source"])) for x in c["claims"]),
             explanation=tuple(c["explanation"]),
             cost=cost_from(c.get("cost")),
             cost_reason=c.get("cost_reason"),

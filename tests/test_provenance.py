@@ -225,3 +225,45 @@ def test_name_and_version_from_the_metadata_header_are_the_parsers():
     assert len(dists) > 50
     for dist in dists:
         assert (_field(dist, "Name"), _field(dist, "Version")) == (dist.metadata["Name"], dist.metadata["Version"])
+
+
+def test_a_claim_on_an_inherited_init_names_that_file_at_its_revision():
+    """A subclass of nn.Linear in the model's file: its weight and bias are made by nn.Linear's __init__, in
+    torch's linear.py, so the accounting claim quotes those lines and names that file at torch's revision, not the
+    model's file at the same line numbers."""
+    from atlas import pipeline, render
+    from conftest import fixture_spec
+    doc = pipeline.describe(fixture_spec("my_linear"))
+    comp = doc.components[0]
+    assert comp.source.file.endswith("fixtures/models.py")
+    claim = next(c for c in comp.claims if c.check == "accounting")
+    init_lines, init_start = inspect.getsourcelines(nn.Linear.__init__)
+    assert claim.file == "torch/nn/modules/linear.py" and claim.source.file == claim.file
+    assert claim.source.label.startswith(f"torch {torch.__version__}") and claim.source.url.endswith(claim.file)
+    assert init_start <= claim.start <= claim.end < init_start + len(init_lines)
+    assert "self.weight = Parameter(" in claim.excerpt and claim.excerpt == "\n".join(
+        line.rstrip("\n") for line in init_lines[claim.start - init_start:claim.end - init_start + 1])
+    own = next(c for c in comp.claims if c.check == "shape probes")       # forward() is the subclass's own
+    assert own.source is None and own.file == comp.source.file
+    data = serialize.as_dict(doc)
+    jsonschema.validate(data, SCHEMA)
+    assert serialize.from_dict(data) == doc
+    page = render.render(doc)[paths.page_path(doc, comp)]
+    assert (f"`torch/nn/modules/linear.py` lines {claim.start}–{claim.end} at {claim.source.label} · "
+            f"[view]({claim.source.url}#L{claim.start}-L{claim.end})") in page
+
+
+def test_a_file_outside_version_control_is_said_so_not_as_a_revision(tmp_path):
+    """A model file in no repository has no revision: its excerpts and claims say the file's state in brackets,
+    never "at not under version control"."""
+    from atlas import pipeline, render
+    (tmp_path / "tiny.py").write_text(TINY.format(tail=""))
+    doc = pipeline.describe(f"{tmp_path / 'tiny.py'}:tiny")
+    page = render.render(doc)[paths.page_path(doc, doc.components[0])]
+    src = doc.components[0].source
+    assert (src.origin, src.revision, src.label) == ("file", None, "not under version control")
+    x = src.excerpts[-1]
+    assert f"`tiny.py` lines {src.excerpts[0].start}–" in page and f"{x.end} (not under version control)" in page
+    claim = doc.components[0].claims[0]
+    assert f"`tiny.py` lines {claim.start}–{claim.end} (not under version control)" in page
+    assert " at not under version control" not in page and "at not yet committed" not in page
