@@ -121,7 +121,7 @@ def frozen_part(p) -> str:
 
 
 def symbol_entry(pair) -> str:
-    return f"{pair[0]} {md_text(dim_words(pair[1]))}"
+    return f"{pair[0]} {md_text(dim_words(pair[1]))}" if pair[1] else pair[0]
 
 
 def aligned_line(tex: str) -> str:

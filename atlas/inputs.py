@@ -107,7 +107,9 @@ def resolve(specs: list[InputSpec], vocab: Vocabulary) -> tuple[list[InputSpec],
 def used(vocab: Vocabulary, specs: list[InputSpec], declared: dict | None = None) -> tuple[tuple[str, str], ...]:
     """The vocabulary's symbols the inputs use (and those the model declares), for the page's list of dims."""
     dims = {d for s in specs for d in s.dims if isinstance(d, str)} | set(declared or ())
-    return tuple((sym, name) for sym, name in vocab.symbols if sym in dims)
+    named = tuple((sym, name) for sym, name in vocab.symbols if sym in dims)
+    own = [d for s in specs for d in s.dims if isinstance(d, str) and vocab.symbol_name(d) is None]
+    return named + tuple((sym, "") for sym in dict.fromkeys(own))     # the user's own symbols, with no name
 
 
 def vocabulary(symbols: dict | None, fixed: dict | None) -> Vocabulary:

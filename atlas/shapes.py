@@ -25,6 +25,7 @@ from torch.utils import _pytree as pytree
 from atlas import buffer_values
 from atlas import inputs as inputs_mod
 from atlas.trace import direct_calls, kinds
+from atlas.trace import shapes as trace_shapes
 from atlas.errors import where
 from atlas.fit_products import fit_grid
 from atlas.i18n import msg
@@ -207,8 +208,7 @@ def fit(values: list[int], probes: list[dict[str, int]], vocab: inputs_mod.Vocab
         return Dim(symbol="?", name=inputs_mod.VARIES)
     expr = next((e for e in found if not e.as_coeff_add()[0]), found[0])
     parts = sorted(expr.free_symbols, key=lambda s: names.index(str(s)))
-    name = " × ".join(vocab.symbol_name(str(s)) or str(s) for s in parts)
-    return Dim(symbol=str(expr), name=name)
+    return Dim(symbol=str(expr), name=trace_shapes.dim_name([str(s) for s in parts], vocab))
 
 
 def _rounded(a, b, mono, xs: list[int], values: list[int]):

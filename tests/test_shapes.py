@@ -209,6 +209,24 @@ def test_input_flag(capsys):
     assert first["outputs"][0]["shape"] == [{"symbol": "B", "name": "batch"}, 5]
 
 
+def test_symbols_of_the_users_own_are_printed_once_and_listed(tmp_path, capsys):
+    """`--input x:float32[N,8] --input edge_index:int64[2,E]`: N and E are no standard symbol and have no name. The
+    pages print them alone (`[N, 8]`, not "N N"), the model page lists them, and the JSON has them with no name."""
+    import json
+    args = ["--input", "x:float32[N,8]", "--input", "edge_index:int64[2,E]"]
+    assert main(["describe", fixture_spec("message_passing"), "--json", *args]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["dims"]["symbols"] == [{"symbol": "N", "name": ""}, {"symbol": "E", "name": ""}]
+    model, message = data["components"]
+    assert model["outputs"][0]["shape"] == [{"symbol": "N", "name": ""}, 8]
+    assert message["inputs"][0]["shape"] == [{"symbol": "E", "name": ""}, 16]
+    assert main(["build", fixture_spec("message_passing"), "--docs", str(tmp_path), *args]) == 0
+    home = (tmp_path / "messagepassing" / "index.md").read_text()
+    assert "`x` [N, 8] · `edge_index` [2, E]" in home and "Symbols: N, E;" in home
+    assert "`output` [N, 8]" in home and "N N" not in home
+    assert "`input` [E, 16]" in (tmp_path / "messagepassing" / "message.md").read_text()
+
+
 def test_bad_input_flag(capsys):
     assert main(["describe", fixture_spec("two_layer_mlp"), "--input", "x:float99[B]"]) == 2
     assert "unknown dtype 'float99'" in capsys.readouterr().err

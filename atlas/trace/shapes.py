@@ -22,8 +22,14 @@ def dim(size, vocab: Vocabulary) -> Dim:
     names = [str(s) for s in sorted(size.free_symbols, key=str)] if isinstance(size, sympy.Basic) else []
     order = [s for s, _ in vocab.symbols]
     names.sort(key=lambda s: order.index(s) if s in order else len(order))
-    label = " × ".join(vocab.symbol_name(s) or (DATA_DECIDED if decided_by_data(s) else s) for s in names)
-    return Dim(symbol=str(size), name=label or str(size))
+    return Dim(symbol=str(size), name=dim_name(names, vocab))
+
+
+def dim_name(symbols: list[str], vocab: Vocabulary) -> str:
+    """The words for a dim's symbols ("batch × positions"); "" where none has a name (a symbol of the user's own,
+    `--input x:float32[N,16]`: the page then prints N, not "N N")."""
+    words = [vocab.symbol_name(s) or (DATA_DECIDED if decided_by_data(s) else None) for s in symbols]
+    return " × ".join(w or s for w, s in zip(words, symbols)) if any(words) else ""
 
 
 def decided_by_data(symbol: str) -> bool:
