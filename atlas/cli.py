@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except EquationMismatch as exc:
         if exc.doc is not None:         # how the inputs were found and the fallbacks taken: the failure's context
-            _inputs_report([exc.doc], False)
+            _inputs_report([exc.doc], False, bool(args.input))
         print(f"atlas: error: {exc}", file=sys.stderr)
         return EXIT_STALE
     except AtlasError as exc:
@@ -146,7 +146,7 @@ def _checkpoint_problems(docs) -> list[str]:
 _FORWARD_FAILED = "not run: forward() failed on the example inputs: %(error)s"
 
 
-def _inputs_report(docs, strict: bool) -> int:
+def _inputs_report(docs, strict: bool, given: bool = False) -> int:
     """On stderr: how each model's example inputs were found, and loudly, a forward that did not run: the record's
     (on fake tensors), or the real one a check ran (on tensors with values: a table of positions indexed past its
     rows, `--dim T=300` beside 256 positions)."""
@@ -157,8 +157,9 @@ def _inputs_report(docs, strict: bool) -> int:
             print(f"atlas: {doc.name}: {i18n.render(note)}", file=sys.stderr)
         if doc.forward_failure is not None:
             failed += 1
-            print(f"atlas: {doc.name}: {i18n.render(doc.forward_failure)}; give example inputs with --input "
-                  "NAME:DTYPE[DIMS] (or atlas_inputs on the model)", file=sys.stderr)
+            advice = ("check the --input given against what forward() takes" if given else
+                      "give example inputs with --input NAME:DTYPE[DIMS] (or atlas_inputs on the model)")
+            print(f"atlas: {doc.name}: {i18n.render(doc.forward_failure)}; {advice}", file=sys.stderr)
             continue
         real = [c for c in doc.components if c.equations is not None and c.equations.verification is not None
                 and getattr(c.equations.verification.reason, "msgid", None) == _FORWARD_FAILED]
@@ -192,7 +193,7 @@ def _run(args) -> int:
             gc.freeze()
             _release_read_sources()
         doc = atlas_build.document(loaded, _settings(args))
-        code = _inputs_report([doc], args.strict)
+        code = _inputs_report([doc], args.strict, bool(args.input))
         if args.json:
             serialize.dump(serialize.as_dict(doc), sys.stdout)
         else:
@@ -210,7 +211,7 @@ def _run(args) -> int:
             return EXIT_OK
     if args.command == "build":
         generated = atlas_build.generate(args.specs, _settings(args), args.docs)
-        if _inputs_report(generated.docs, args.strict) != EXIT_OK:
+        if _inputs_report(generated.docs, args.strict, bool(args.input)) != EXIT_OK:
             print("atlas: --strict: nothing written", file=sys.stderr)
             return EXIT_STALE
         report = atlas_build.write(generated, args.docs)
@@ -226,7 +227,7 @@ def _run(args) -> int:
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
     generated, diffs = atlas_build.check(args.specs, args.docs, _settings(args))
-    strict = _inputs_report(generated.docs, args.strict)
+    strict = _inputs_report(generated.docs, args.strict, bool(args.input))
     problems = _checkpoint_problems(generated.docs)
     for line in problems:
         print(line, file=sys.stderr)

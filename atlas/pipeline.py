@@ -101,6 +101,8 @@ def _document(loaded, settings: Settings) -> ModelDoc:
     if settings.checkpoint:             # a wrong path fails before the slow stages; the headers are read after them
         from atlas import checkpoint_files
         checkpoint_files.locate(settings.checkpoint, settings.base_dir)
+    if inputs:
+        _inputs_fit_forward(loaded.model, inputs)
     shapes.materialize_lazy(loaded.model, inputs)
     with progress.stage("walk") as bar:
         doc = walk(loaded)
@@ -111,6 +113,7 @@ def _document(loaded, settings: Settings) -> ModelDoc:
             outcome = _recorded(loaded, walk(loaded, outcome.apart), inputs, settings)
         doc, trace = replace(outcome.doc, forward_failure=outcome.failure), outcome.trace
         bar.update()
+    _dims_are_symbols(doc, settings)
 
     if settings.cost:
         doc = costing.enrich(loaded.model, doc, trace, dict(settings.fixed_dims))
@@ -129,6 +132,39 @@ def _document(loaded, settings: Settings) -> ModelDoc:
             doc = replace(doc, checkpoint=checkpoint.reconcile(loaded.model, doc, listing))
             bar.update()
     return doc
+
+
+def _inputs_fit_forward(model, texts: list[str]) -> None:
+    """Inputs given with --input that leave a parameter of forward() without a value are bad input, said before
+    any run: the run would fail on a TypeError inside the atlas's call of the model."""
+    import inspect
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return
+    names = [shapes.inputs_mod.parse_input(text).name for text in texts]
+    required = [p for p in params.values() if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if all(name in params for name in names):        # passed by name
+        missing = [p.name for p in required if p.name not in names]
+    else:                                            # names are labels only: passed in order
+        missing = [p.name for p in required[len(names):]] + \
+            [p.name for p in required[:len(names)] if p.kind is p.KEYWORD_ONLY]
+    if missing:
+        raise site.AtlasError(f"--input gives {', '.join(names)}; {type(model).__name__}.forward() also needs "
+                              f"{', '.join(missing)}")
+
+
+def _dims_are_symbols(doc: ModelDoc, settings: Settings) -> None:
+    """A --dim for a symbol the example inputs do not have would fix nothing: said, not ignored."""
+    if not doc.inputs:
+        return
+    specs = [shapes.inputs_mod.parse_input(text) for text in doc.inputs]
+    symbols = list(dict.fromkeys(d for spec in specs for d in spec.dims if isinstance(d, str)))
+    given = [sym for sym, _ in settings.fixed_dims] + [sym for sym, _, _ in settings.dim_bounds]
+    unknown = [sym for sym in dict.fromkeys(given) if sym not in symbols]
+    if unknown:
+        raise site.AtlasError(f"--dim {unknown[0]}: {unknown[0]} is no symbol of the example inputs "
+                         f"({', '.join(doc.inputs)}); their symbols: {', '.join(symbols) or 'none'}")
 
 
 def _recorded(loaded, doc: ModelDoc, inputs, settings: Settings):

@@ -5,6 +5,7 @@ The callable is called under the meta device, so constructors allocate no weight
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -72,6 +73,27 @@ def _last_frame(exc: BaseException) -> str:
 def load(spec: str, device: str = "meta") -> Loaded:
     """Import the SPEC's module, call its factory under `device`, and check it returns an nn.Module."""
     target, attr = parse(spec)
+    with _beside(target):
+        return _load(spec, target, attr, device)
+
+
+@contextlib.contextmanager
+def _beside(target: str):
+    """A file's folder first on sys.path while it is imported and its factory runs, as `python path/to/file.py`
+    has it: `from models import Block` in a SPEC file finds models.py beside it, from any working folder."""
+    folder = str(Path(target).resolve().parent) if target.endswith(".py") else None
+    if folder is None or folder in sys.path:
+        yield
+        return
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+
+
+def _load(spec: str, target: str, attr: str, device: str) -> Loaded:
     module = _import(target, spec)
     factory = module
     for part in attr.split("."):

@@ -270,3 +270,54 @@ def test_a_dim_bound_past_what_the_model_takes_is_bad_input(capsys):
     err = capsys.readouterr().err
     assert err == ("atlas: error: --dim T>=600 asks for more than the model takes: T at most "
                    "config.max_position_embeddings = 256\n")
+
+
+def test_a_dim_for_a_symbol_the_inputs_do_not_have_is_bad_input(tmp_path, capsys):
+    """`--dim Q=4` on a model whose inputs are `[B, 3]` fixed nothing, said nothing and put "Q = 4" among the sizes
+    its FLOPs are counted at. It is bad input, for describe and for build alike: one line, exit 2, no docs."""
+    assert main(["describe", fixture_spec("two_layer_mlp"), "--dim", "Q=4"]) == 2
+    assert capsys.readouterr().err == ("atlas: error: --dim Q: Q is no symbol of the example inputs "
+                                       "(input:float32[B,3]); their symbols: B\n")
+    assert main(["build", fixture_spec("two_layer_mlp"), "--docs", str(tmp_path / "docs"), "--dim", "T<=9"]) == 2
+    assert "--dim T: T is no symbol of the example inputs" in capsys.readouterr().err
+    assert not (tmp_path / "docs").exists()
+    assert main(["describe", fixture_spec("two_layer_mlp"), "--dim", "B=4"]) == 0
+    assert "FLOPs of one instance's forward at B = 4;" in capsys.readouterr().out
+
+
+def test_a_spec_file_imports_the_files_beside_it(tmp_path, capsys):
+    """`from beside_parts import Block` in a SPEC file finds beside_parts.py in its folder, as `python file.py`
+    would, whatever the working folder; it exited 2 with "No module named". sys.path is as it was afterwards."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "beside_parts.py").write_text(
+        "from torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n        return self.fc(x)\n")
+    (folder / "net.py").write_text("from beside_parts import Block\n\n\ndef net():\n    return Block()\n")
+    before = list(sys.path)
+    try:
+        assert main(["describe", f"{folder / 'net.py'}:net"]) == 0
+    finally:
+        sys.modules.pop("beside_parts", None)
+    assert "parameters 10 (trained 10, frozen 0)" in capsys.readouterr().out
+    assert sys.path == before
+
+
+def test_inputs_that_leave_a_parameter_of_forward_without_a_value_are_bad_input(capsys):
+    """`--input x:...` alone for forward(x, edge_index): it ran, failed on a TypeError named at a line of the atlas's
+    own code, advised to give --input, and exited 0. It is bad input, said before any run: one line, exit 2."""
+    spec = fixture_spec("message_passing")
+    assert main(["describe", spec, "--input", "x:float32[N,8]"]) == 2
+    assert capsys.readouterr().err == ("atlas: error: --input gives x; MessagePassing.forward() also needs "
+                                       "edge_index\n")
+    assert main(["describe", spec, "--input", "nodes:float32[N,8]"]) == 2      # a label, passed in order
+    assert capsys.readouterr().err.endswith("MessagePassing.forward() also needs edge_index\n")
+    assert main(["describe", spec, "--input", "x:float32[N,8]", "--input", "edge_index:int64[2,E]"]) == 0
+
+
+def test_a_forward_that_fails_on_given_inputs_is_not_told_to_give_inputs(capsys):
+    """Inputs given with --input that forward() fails on: stderr says to check them, not to give some."""
+    assert main(["describe", fixture_spec("two_layer_mlp"), "--input", "x:float32[B,5]"]) == 0
+    err = capsys.readouterr().err
+    assert "forward() did not run" in err and "check the --input given against what forward() takes" in err
+    assert "give example inputs with --input" not in err
