@@ -496,3 +496,16 @@ def test_a_tensor_a_child_kept_is_named_where_it_was_computed():
     assert e.reason == ("the code uses a tensor that another module computed and did not return (computed at "
                         f"test_equations.py:{line}): a hook or an attribute passed it on"), e.reason
     assert doc.component("child").equations.verification.verified
+
+
+def test_a_convolution_says_its_padding_dilation_and_groups():
+    """A dilated convolution read "kernel 3, stride 1" and nothing of its dilation: the summary says the settings
+    it computes with where they are not the default, and the equations that run with them are verified."""
+    doc = pipeline.describe(fixture_spec("dilated_convs"))
+    said = {c.id: c.summary for c in doc.components}
+    assert said["dilated"] == "A 1-d convolution from 4 to 8 channels, kernel 3, stride 1, with padding 2 and dilation 2."
+    assert said["grouped"] == ("A 1-d convolution from 8 to 8 channels, kernel 3, stride 1, with padding 'same' and "
+                               "4 groups.")
+    assert said["plain"] == "A 1-d convolution from 8 to 8 channels, kernel 1, stride 1."
+    assert all(c.equations.verification.verified for c in doc.components)
+    assert [str(d.symbol) for d in doc.component("dilated").shapes.outputs[0].dims[2:]] == ["T"]

@@ -19,7 +19,7 @@ from atlas.equations import ops_nn as n
 from atlas.equations import ops_tensor as t
 from atlas.equations.nodes import ADD, Node, Num, SizeOf, Sym
 from atlas.equations.program import Program, Step
-from atlas.i18n import msg
+from atlas.i18n import msg, msgn
 
 
 class Unsupported(Exception):
@@ -183,10 +183,28 @@ def conv(b: LeafBuilder, x):
     W, bias = b.param("weight", "W"), b.param("bias", "b")
     out = n.Conv(x, W, bias, nd=nd, stride=tuple(mod.stride), padding=mod.padding if isinstance(mod.padding, str)
                  else tuple(mod.padding), dilation=tuple(mod.dilation), groups=mod.groups)
+    sizes = dict(nd=nd, inputs=mod.in_channels, outputs=mod.out_channels,
+                 kernel=" × ".join(map(str, mod.kernel_size)), stride=", ".join(map(str, mod.stride)))
+    settings = _conv_settings(mod)
+    if settings:
+        return Leaf(out, summary=msg("A %(nd)s-d convolution from %(inputs)s to %(outputs)s channels, kernel "
+                                     "%(kernel)s, stride %(stride)s, with %(settings)s.", settings=settings, **sizes))
     return Leaf(out, summary=msg("A %(nd)s-d convolution from %(inputs)s to %(outputs)s channels, kernel "
-                                 "%(kernel)s, stride %(stride)s.", nd=nd, inputs=mod.in_channels,
-                                 outputs=mod.out_channels, kernel=" × ".join(map(str, mod.kernel_size)),
-                                 stride=", ".join(map(str, mod.stride))))
+                                 "%(kernel)s, stride %(stride)s.", **sizes))
+
+
+def _conv_settings(mod) -> tuple:
+    """What else a convolution computes with, where it is not the default: its padding, dilation and groups."""
+    said = []
+    if isinstance(mod.padding, str):
+        said.append(msg("padding %(padding)s", padding=repr(mod.padding)))
+    elif any(mod.padding):
+        said.append(msg("padding %(padding)s", padding=", ".join(map(str, mod.padding))))
+    if any(d != 1 for d in mod.dilation):
+        said.append(msg("dilation %(dilation)s", dilation=", ".join(map(str, mod.dilation))))
+    if mod.groups != 1:
+        said.append(msgn("%(n)s group", "%(n)s groups", mod.groups))
+    return tuple(said)
 
 
 class BatchNormOp(Node):
