@@ -505,3 +505,28 @@ def test_probes_on_the_meta_device_take_a_kernels_dtype():
     assert not any("meta-device forward failed" in str(note) for note in doc.input_notes)
     experts = doc.component("blocks.experts")
     assert experts.shapes.method == "meta" and [t.dtype for t in experts.shapes.outputs] == ["float32"]
+
+
+def test_rnn_cells_count_their_weight_products():
+    """A GRUCell and an LSTMCell stepped over T positions in Python: each step multiplies one vector per sequence by
+    each weight matrix, 2 · B · (18×5 + 18×6) for the GRU cell and 2 · B · (12×6 + 12×3) for the LSTM cell. The cells
+    counted 0, "not counted: gru_cell", and the model page called the rest exact."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:cell_loop")
+    doc = pipeline.document(loaded, pipeline.Settings(verify=False))
+    pinned = dict(doc.cost_summary.pinned)                # the Python loop over time pins the sizes
+    b, t = pinned.get("B", B), pinned.get("T", T)
+    per_step = {"gru": 2 * b * (18 * 5 + 18 * 6), "lstm": 2 * b * (12 * 6 + 12 * 3)}
+    for name, flops in per_step.items():
+        comp = doc.component(name)
+        assert sympy.sympify(comp.cost.flops, locals={"B": B}) == flops, name
+        assert not {"gru_cell", "lstm_cell"} & set(comp.cost.uncounted)
+    assert sympy.sympify(doc.cost.flops, locals={"B": B, "T": T}) == t * sum(per_step.values())
+
+
+def test_a_custom_autograd_function_leaves_no_torch_internals_among_the_uncounted():
+    """autograd.Function.apply asks torch.ops.prim for its input's device: "Not counted in F: device.default" was
+    printed beside the model's own sign."""
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:binary_linear"),
+                            pipeline.Settings())
+    assert doc.root.cost.uncounted == ("sign",) and doc.root.cost.flops == "64*B"
+    assert doc.root.equations.verification.verified

@@ -93,7 +93,23 @@ def op_flops(ev: OpEvent):
         return _multi_head_attention(ev, out)
     if name in _RNNS:
         return _recurrent(ev)
+    if name in _CELLS:
+        return _cell(ev)
     return None
+
+
+_CELLS = ("lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
+
+
+def _cell(ev: OpEvent):
+    """One step of an RNN cell (nn.LSTMCell, nn.GRUCell, nn.RNNCell): its input-hidden and hidden-hidden weights
+    (the third and fourth arguments) each multiply one vector per sequence: 2 · B · their sizes. Input (B, in), or
+    one sequence (in)."""
+    x = _shape(_arg(ev, 0, "input"))
+    weights = [_shape(_arg(ev, i, key)) for i, key in ((2, "w_ih"), (3, "w_hh"))]
+    if x is None or any(w is None or len(w) != 2 for w in weights):
+        return None
+    return 2 * _numel(x[:-1]) * sympy.Add(*(_numel(w) for w in weights)), None
 
 
 _RNNS = ("lstm", "gru", "rnn_tanh", "rnn_relu")

@@ -40,7 +40,9 @@ _QUERIES = {"size", "dim", "numel", "stride", "is_floating_point", "is_complex",
             "ndimension", "__hash__", "is_signed", "untyped_storage", "storage", "__reduce_ex__", "__deepcopy__",
             "has_names", "is_inference", "is_set_to", "__index__", "__int__", "__float__", "__bool__", "tolist",
             "__iter__", "__dir__", "__array__", "__getstate__", "__setstate__", "_typed_storage",
-            "requires_grad_", "retain_grad", "register_hook", "__contains__", "__torch_function__"}
+            "requires_grad_", "retain_grad", "register_hook", "__contains__", "__torch_function__",
+            # torch.ops.prim's questions about a tensor, which autograd.Function.apply asks of its inputs
+            "device.default", "layout.default", "dtype.default"}
 # views of every element of a tensor, in its order: written into, the tensor is the view's new value reshaped back
 _RESHAPING_VIEWS = frozenset({"view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "unsqueeze",
                               "squeeze"})
