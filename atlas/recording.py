@@ -24,6 +24,7 @@ from atlas import inputs as inputs_mod
 from atlas import shapes as probes
 from atlas.errors import AtlasError
 from atlas.i18n import msg, render
+from atlas.method_uses import not_called_reason
 from atlas.model import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.trace import kinds
 from atlas.trace import run as trace_run
@@ -566,8 +567,7 @@ def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shap
     """A component the model's forward() never calls, recorded on example inputs of its own."""
     declared = getattr(module, "atlas_inputs", None)
     own = declared or probes.leaf_inputs(module)
-    not_called = Shapes(ShapeStatus.NOT_CALLED, method="fake",
-                        reason=msg("not called by the model's forward() with the example inputs"))
+    not_called = Shapes(ShapeStatus.NOT_CALLED, method="fake", reason=not_called_reason(model, comp.path))
     if not own or module is model:
         return not_called
     specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in own], vocab)

@@ -24,12 +24,13 @@ from torch.utils import _pytree as pytree
 
 from atlas import buffer_values
 from atlas import inputs as inputs_mod
-from atlas.trace import direct_calls, kinds
-from atlas.trace import shapes as trace_shapes
 from atlas.errors import where
 from atlas.fit_products import fit_grid
 from atlas.i18n import msg
+from atlas.method_uses import not_called_reason
 from atlas.model import Dim, DimNames, ModelDoc, Shapes, ShapeStatus, TensorShape
+from atlas.trace import direct_calls, kinds
+from atlas.trace import shapes as trace_shapes
 
 log = logging.getLogger("atlas")
 
@@ -554,8 +555,7 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
         if all(r is None for r in recs) and own and module is not target:
             recs = _own_probes(module, own, vocab, method)
         if all(r is None for r in recs):
-            shapes = Shapes(ShapeStatus.NOT_CALLED, method=method,
-                            reason=msg("not called by the model's forward() with the example inputs"))
+            shapes = Shapes(ShapeStatus.NOT_CALLED, method=method, reason=not_called_reason(target, comp.path))
         elif any(r is None for r in recs):
             shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method, reason=msg("called for some input sizes only"))
         else:

@@ -408,3 +408,32 @@ def test_a_check_that_gives_a_fraction_refutes_the_fit():
     vocab = inputs.vocabulary({"B": "batch", "H": "height"}, None)
     fitted = shapes.fit([quarter(p) for p in probes], probes, vocab, [(c, quarter(c)) for c in checks]).symbol
     assert fitted in ("floor(H/4)", "?"), fitted
+
+
+def test_the_model_page_says_how_its_shapes_were_found():
+    """A model whose shapes come from probes at several sizes (a Python loop over time pins B and T) said "the
+    shapes come from one forward on fake tensors" right above the note that they came from forwards at several
+    sizes. The sentence follows the model's own record."""
+    from atlas import paths, pipeline, render
+    one = "the shapes come from one forward on fake tensors whose sizes are these symbols, never typed."
+    several = "the shapes come from forwards at several sizes of these symbols, each dim the expression that fits them"
+    for spec, method, said, unsaid in ((fixture_spec("two_layer_mlp"), "fake", one, several),
+                                       (f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:cell_loop", "meta",
+                                        several, one)):
+        doc = pipeline.describe(spec)
+        home = render.render(doc)[paths.page_path(doc, doc.root)]
+        assert doc.root.shapes.method == method and said in home and unsaid not in home, spec
+
+
+def test_a_part_used_through_other_methods_is_said_so():
+    """EnCodec's quantizer is used through `self.quantizer.encode(...)` and `.decode(...)`: its page read "not
+    called by the model's forward()", which its reader knows to be false. It now names the methods the parent's
+    code calls on it."""
+    from atlas import pipeline
+    doc = pipeline.describe(fixture_spec("quantized_autoencoder"))
+    codebook = doc.component("codebook")
+    assert codebook.shapes.status is ShapeStatus.NOT_CALLED
+    assert codebook.shapes.reason == ("not called through its forward(): the code uses its `encode()` and `decode()`, "
+                                      "which run inside the parent's call")
+    assert doc.root.equations.verification.verified
+    assert doc.component("decoder").shapes.status is ShapeStatus.DERIVED

@@ -1,0 +1,46 @@
+"""Why a part the forward never calls is not called: read from its parent's code, which may use it through methods
+other than forward() (EnCodec's `self.quantizer.encode(...)` and `.decode(...)`). The record sees calls of
+`forward`, through `__call__` or not; these other methods run inside the parent's call, as its own steps."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from torch import nn
+
+from atlas.i18n import msg
+
+
+def not_called_reason(model: nn.Module, path: str):
+    """The reason a page gives for a part the model's forward() never called."""
+    methods = other_methods(model, path)
+    if methods:
+        return msg("not called through its forward(): the code uses its %(methods)s, which run inside the "
+                   "parent's call", methods=tuple(f"`{name}()`" for name in methods))
+    return msg("not called by the model's forward() with the example inputs")
+
+
+def other_methods(model: nn.Module, path: str) -> list[str]:
+    """Methods other than forward() that the parent's code calls on the part (`self.<name>.<method>(`), in the
+    order its source first names them; [] when none, or for the model itself."""
+    if not path:
+        return []
+    parent_path, _, name = path.rpartition(".")
+    try:
+        parent, part = model.get_submodule(parent_path), model.get_submodule(path)
+    except AttributeError:
+        return []
+    found: list[str] = []
+    for klass in type(parent).__mro__:
+        if klass in (nn.Module, object) or not issubclass(klass, nn.Module):
+            continue
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        for method in re.findall(rf"\bself\.{re.escape(name)}\.([A-Za-z_]\w*)\s*\(", source):
+            if method != "forward" and method not in found and callable(getattr(part, method, None)) and \
+                    not hasattr(nn.Module, method):
+                found.append(method)
+    return found
