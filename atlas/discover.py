@@ -43,6 +43,7 @@ HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12}    # distinct, nev
 _TOKEN_IDS = ("input_ids", "decoder_input_ids")
 _MASKS = ("attention_mask", "decoder_attention_mask")
 _TEXT_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions")
+_AUDIO = ("input_features", "input_values")       # frames or samples: a length of their own beside token ids
 _TARGET_SIDE = ("decoder_", "tgt")      # an encoder-decoder's target inputs: transformers' and torch.nn.Transformer's
 
 
@@ -149,20 +150,25 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
 def _source_and_target(found: list[Found], bounds: list[tuple[str, Bound]]) -> tuple[list[Found], list[Bound]]:
     """An encoder-decoder's two lengths kept apart. Where target-side inputs (`decoder_input_ids`, `tgt`) run over T
     and source-side ones too, the source side's T is S, as torch.nn.Transformer names them (source S, target T):
-    otherwise the record would tie the two lengths, and a cross-attention's T x S would read T x T."""
+    otherwise the record would tie the two lengths, and a cross-attention's T x S would read T x T. Likewise a
+    text-and-audio model's audio frames (CLAP's `input_features` beside its `input_ids`) are S, not the text's T."""
     def uses_t(f: Found) -> bool:
         return any("T" in parse_input(c).dims for c in f.candidates)
 
     target = [f for f in found if f.name.startswith(_TARGET_SIDE)]
-    if not any(uses_t(f) for f in target) or not any(uses_t(f) for f in found if f not in target):
+    if any(uses_t(f) for f in target) and any(uses_t(f) for f in found if f not in target):
+        source = {f.name for f in found if f not in target}
+    else:                       # a text-and-audio model (CLAP): the audio's frames are not the text's positions
+        audio = {f.name for f in found if f.name in _AUDIO and uses_t(f)}
+        source = audio if audio and any(f.name in _TOKEN_IDS and uses_t(f) for f in found) else set()
+    if not source:
         return found, [b for _, b in bounds]
     def to_s(text):             # the reasons state the bounds they found on T ("set T >= 400"): now on S
         return text.with_words(lambda w: re.sub(r"\bT\b", "S", w)) if isinstance(text, Text) else text
-    out = [f if f in target else replace(f, candidates=tuple(_renamed(c, "T", "S") for c in f.candidates),
-                                         because=to_s(f.because))
-           for f in found]
-    return out, [b if name.startswith(_TARGET_SIDE) or b.symbol != "T" else
-                 replace(b, symbol="S", because=to_s(b.because)) for name, b in bounds]
+    out = [replace(f, candidates=tuple(_renamed(c, "T", "S") for c in f.candidates), because=to_s(f.because))
+           if f.name in source else f for f in found]
+    return out, [replace(b, symbol="S", because=to_s(b.because)) if name in source and b.symbol == "T" else b
+                 for name, b in bounds]
 
 
 def _renamed(text: str, old: str, new: str) -> str:
@@ -478,6 +484,8 @@ def _features(name, model, config, dtype):
                   layer="Conv1d"))
     sources, _ = config_value(config, "max_source_positions")
     variable = [_text(name, dtype, ("B", bins, "T")), _text(name, dtype, ("B", "T", bins))]
+    if stack is None:       # no 1-D conv takes the bins: also a one-channel image of frames by bins (CLAP's HTSAT)
+        variable += [_text(name, dtype, ("B", 1, "T", bins)), _text(name, dtype, ("B", 1, bins, "T"))]
     bounds = [_stack_bound("T", stack)] if stack and stack.minimum() > 1 else []
     if isinstance(sources, int) and stack is not None:
         length = sources * stack.stride()

@@ -618,3 +618,20 @@ def test_a_bound_on_the_source_length_is_stated_on_s(hf_suite):
     assert d.bound("S").minimum == 400 and (d.bound("T") is None or d.bound("T").minimum != 400)
     with i18n.language("es"):
         assert "S >= 400" in i18n.render(d.inputs[0].because)
+
+
+def test_a_text_and_audio_model_gets_a_spectrogram_image_and_lengths_of_its_own():
+    """CLAP's audio tower reads `input_features` as a one-channel image of frames by mel bins, [B, 1, frames, 16]:
+    discovery offered [B, 16, T] and [B, T, 16] only, and no forward ran ("'NoneType' object has no attribute
+    'transpose'"), 0 of 89 components. Its frames are a length of their own (S), not the text's positions (T)."""
+    pytest.importorskip("transformers")
+    from atlas import pipeline, spec
+    from conftest import ROOT
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'hf_models.py'}:clap"),
+                            pipeline.Settings(verify=False, cost=False))
+    assert doc.forward_failure is None
+    assert doc.inputs == ("input_ids:int64[B,T]", "input_features:float32[B,1,S,16]")
+    assert all(c.shapes.status.value == "derived" for c in doc.components)
+    text, audio = doc.component("text_projection"), doc.component("audio_projection")
+    assert [str(d.symbol or d.value) for d in text.shapes.outputs[0].dims] == ["B", "32"]
+    assert [str(d.symbol or d.value) for d in audio.shapes.outputs[0].dims] == ["B", "32"]
