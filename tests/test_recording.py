@@ -619,3 +619,18 @@ def test_a_record_remade_at_the_reference_keeps_its_divisors():
     branches = [str(note) for note in doc.input_notes if "took a branch" in str(note)]
     assert any("holds where W mod 4 = 0" in b and "at W = 64" in b for b in branches), branches
     assert not any("≠" in b for b in branches), branches
+
+
+def test_a_size_the_code_compares_with_a_table_is_found_by_solving_for_it():
+    """A vision transformer written from scratch adds a learned table of (32 // 4)² + 1 rows to floor(H/4)·floor(W/4)
+    + 1 patches: no config names the image size, and the run failed at H × W ("the size of tensor a
+    (((W//4))*((H//4)) + 1) must match ... (65)"), 0 of 4 components. The comparison the code made is solved for
+    its sizes, a square image, and the run made again there."""
+    from atlas import pipeline
+    from conftest import fixture_spec
+    doc = pipeline.describe(fixture_spec("scratch_vit"))
+    assert doc.forward_failure is None and doc.inputs == ("x:float32[B,3,32,32]",)
+    assert any(str(note).startswith("H = 32, W = 32: the code stops at other sizes (models.py:")
+               for note in doc.input_notes)
+    assert all(c.equations.verification.verified for c in doc.components)
+    assert [d.value for d in doc.component("norm").shapes.outputs[0].dims[1:]] == [65, 16]

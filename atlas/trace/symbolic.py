@@ -293,12 +293,29 @@ class SymbolicInputs:
         out = []
         for g in self.shape_env.guards:
             e = g.expr
-            if isinstance(e, sympy.Ne) and (e.lhs.is_Symbol or e.rhs.is_Symbol):
+            if not isinstance(e, sympy.Ne):
+                continue
+            site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
+            if e.lhs.is_Symbol or e.rhs.is_Symbol:
                 sym, number = (e.lhs, e.rhs) if e.lhs.is_Symbol else (e.rhs, e.lhs)
                 if sym in self._map and number.is_Integer and int(number) >= 2:
-                    site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
                     out.append((str(self._map[sym]), int(number), site))
+            elif e.lhs.is_Integer or e.rhs.is_Integer:
+                number, size = (e.lhs, e.rhs) if e.lhs.is_Integer else (e.rhs, e.lhs)
+                out += [(name, value, site) for name, value in self._equal_at(size, int(number))]
         return out
+
+    def _equal_at(self, size, number: int, largest: int = 4096) -> list[tuple[str, int]]:
+        """A size made from the input's sizes that the code compared with a number, found different: a learned
+        table of `(32 // 4) ** 2 + 1` positions added to floor(H/4)·floor(W/4) + 1 patches. The smallest size for
+        its symbols, all alike (a square image), at which it is that number; none where the batch is among them."""
+        symbols = sorted(size.free_symbols, key=lambda s: str(self._map.get(s, s)))
+        if number < 2 or not symbols or any(s not in self._map or str(self._map[s]) == "B" for s in symbols):
+            return []
+        for value in range(2, largest + 1):
+            if size.xreplace({s: sympy.Integer(value) for s in symbols}) == number:
+                return [(str(self._map[s]), value) for s in symbols]
+        return []
 
     def pinned_at_one(self) -> list[str]:
         """Symbols an equality guard pinned because a size made from them was 1 (or 0) at the run's sizes: an image
