@@ -9,15 +9,16 @@ import re
 
 from torch import nn
 
-from atlas.i18n import msg
+from atlas.i18n import msg, msgn
 
 
 def not_called_reason(model: nn.Module, path: str):
     """The reason a page gives for a part the model's forward() never called."""
     methods = other_methods(model, path)
     if methods:
-        return msg("not called through its forward(): the code uses its %(methods)s, which run inside the "
-                   "parent's call", methods=tuple(f"`{name}()`" for name in methods))
+        return msgn("not called through its forward(): the code uses its %(methods)s, which runs inside the "
+                    "parent's call", "not called through its forward(): the code uses its %(methods)s, which run "
+                    "inside the parent's call", len(methods), methods=tuple(f"`{name}()`" for name in methods))
     return msg("not called by the model's forward() with the example inputs")
 
 
@@ -40,7 +41,8 @@ def other_methods(model: nn.Module, path: str) -> list[str]:
         except (OSError, TypeError):
             continue
         for method in re.findall(rf"\bself\.{re.escape(name)}\.([A-Za-z_]\w*)\s*\(", source):
-            if method != "forward" and method not in found and callable(getattr(part, method, None)) and \
-                    not hasattr(nn.Module, method):
+            attr = getattr(part, method, None)
+            if method != "forward" and method not in found and callable(attr) and \
+                    not isinstance(attr, nn.Module) and not hasattr(nn.Module, method):     # a method, no child
                 found.append(method)
     return found

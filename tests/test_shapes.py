@@ -437,3 +437,6 @@ def test_a_part_used_through_other_methods_is_said_so():
                                       "which run inside the parent's call")
     assert doc.root.equations.verification.verified
     assert doc.component("decoder").shapes.status is ShapeStatus.DERIVED
+    # a child of the part called past it (OPTForCausalLM's `self.model.decoder(...)`) is no method of the part
+    core = pipeline.describe(fixture_spec("reaching_past")).component("core")
+    assert core.shapes.reason == "not called by the model's forward() with the example inputs"
