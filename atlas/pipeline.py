@@ -164,7 +164,7 @@ def _dims_are_symbols(doc: ModelDoc, settings: Settings) -> None:
     unknown = [sym for sym in dict.fromkeys(given) if sym not in symbols]
     if unknown:
         raise site.AtlasError(f"--dim {unknown[0]}: {unknown[0]} is no symbol of the example inputs "
-                         f"({', '.join(doc.inputs)}); their symbols: {', '.join(symbols) or 'none'}")
+                              f"({', '.join(doc.inputs)}); their symbols: {', '.join(symbols) or 'none'}")
 
 
 def _recorded(loaded, doc: ModelDoc, inputs, settings: Settings):
