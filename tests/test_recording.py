@@ -634,3 +634,16 @@ def test_a_size_the_code_compares_with_a_table_is_found_by_solving_for_it():
                for note in doc.input_notes)
     assert all(c.equations.verification.verified for c in doc.components)
     assert [d.value for d in doc.component("norm").shapes.outputs[0].dims[1:]] == [65, 16]
+
+
+def test_two_inputs_checked_against_each_other_keep_their_batch_a_symbol():
+    """nn.TransformerDecoder's cross-attention checks floor(16·B/B′) = 16 between the target's batch and the memory's:
+    an equality with a number, read as B fixed at 3 ("the code needs exact values of B = 3"), so the shapes came
+    from probes and the equations and FLOPs were written at B = 3. It is a relation between the two: B stays B."""
+    doc = document(load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:decoder_on_memory"), Settings())
+    assert doc.inputs == ("tgt:int64[B,T]", "memory:float32[B,S,16]")
+    assert not any("exact values" in str(note) for note in doc.input_notes)
+    assert doc.root.shapes.method == "fake"
+    assert [d.symbol or d.value for d in doc.root.shapes.outputs[0].dims] == ["B", "T", 50]
+    assert "B" not in dict(doc.cost_summary.pinned)
+    assert all(c.equations.verification.verified for c in doc.components)

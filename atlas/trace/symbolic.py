@@ -339,11 +339,22 @@ class SymbolicInputs:
                 out.setdefault(str(name), sym_expr)
         for guard in self.shape_env.guards:
             e = guard.expr
-            if isinstance(e, sympy.Eq) and (e.lhs.is_number or e.rhs.is_number) and not e.has(Mod, PythonMod, sympy.Mod):
+            if isinstance(e, sympy.Eq) and (e.lhs.is_number or e.rhs.is_number) and not e.has(Mod, PythonMod, sympy.Mod) \
+                    and not self._relation(e):
                 for sym_expr in e.free_symbols:
                     if sym_expr in self._map and str(self._map[sym_expr]) in self.hints:
                         out.setdefault(str(self._map[sym_expr]), sym_expr)
         return list(out.items())
+
+    def _relation(self, e) -> bool:
+        """Whether an equality with a number among several sizes holds with each at twice its value too: a relation
+        between them, not a size fixed. nn.TransformerDecoder's cross-attention checks floor(16·B/B′) = 16, the
+        target's batch against the memory's, which held at B = 3 and holds at B = 6; B stays a symbol."""
+        symbols = [s for s in e.free_symbols if s in self._map and str(self._map[s]) in self.hints]
+        if len(symbols) < 2 or len(symbols) != len(e.free_symbols):
+            return False
+        doubled = e.xreplace({s: sympy.Integer(2 * self.hints[str(self._map[s])]) for s in symbols})
+        return doubled is sympy.true
 
 
 def guard_site(env, sym) -> str:
