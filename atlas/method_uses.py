@@ -4,12 +4,12 @@ other than forward() (EnCodec's `self.quantizer.encode(...)` and `.decode(...)`)
 
 from __future__ import annotations
 
-import inspect
 import re
 
 from torch import nn
 
 from atlas.i18n import msg, msgn
+from atlas.source_spans import SourceFiles
 
 
 def not_called_reason(model: nn.Module, path: str):
@@ -33,13 +33,17 @@ def other_methods(model: nn.Module, path: str) -> list[str]:
     except AttributeError:
         return []
     found: list[str] = []
+    files = SourceFiles()           # not inspect.getsource: it keeps every file it reads in linecache for good
     for klass in type(parent).__mro__:
         if klass in (nn.Module, object) or not issubclass(klass, nn.Module):
             continue
         try:
-            source = inspect.getsource(klass)
-        except (OSError, TypeError):
+            located = files.klass(klass)
+        except (OSError, SyntaxError):
             continue
+        if located is None:
+            continue
+        source = "".join(located[2])
         for method in re.findall(rf"\bself\.{re.escape(name)}\.([A-Za-z_]\w*)\s*\(", source):
             attr = getattr(part, method, None)
             if method != "forward" and method not in found and callable(attr) and \
