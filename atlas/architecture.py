@@ -500,9 +500,33 @@ def _vocabulary(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trai
 
 
 def stated_contexts(config) -> list[tuple[str, int]]:
-    """The config's position limits, (field, value), in CONTEXT_FIELDS order; 0 and -1 (XLNet: none) are no limit."""
+    """The config's position limits, (field, value), in CONTEXT_FIELDS order; 0 and -1 (XLNet: none) are no limit.
+    A config that states none of its own and has a text part (a text-and-audio or text-and-image model) gives its
+    text part's, named by the field that holds it: `text_config.max_position_embeddings`; those bound the text's
+    positions alone."""
+    own = _limits(config, "")
+    if own:
+        return own
+    part = text_part(config)
+    return _limits(*part) if part is not None else []
+
+
+def text_part(config) -> tuple[object, str] | None:
+    """(the text sub-config, "its_field.") of a config that has one apart from itself, else None."""
+    get = getattr(config, "get_text_config", None)
+    try:
+        text = get() if callable(get) else None
+    except Exception:                   # configs without a text part raise
+        return None
+    if text is None or text is config:
+        return None
+    field_name = next((name for name, value in vars(config).items() if value is text), None)
+    return (text, f"{field_name}.") if field_name else None
+
+
+def _limits(config, prefix: str) -> list[tuple[str, int]]:
     values = [(name, getattr(config, name, None)) for name in CONTEXT_FIELDS]
-    return [(name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    return [(prefix + name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
 
 
 def position_tables(root: Call | None) -> dict[str, tuple[int, str]]:

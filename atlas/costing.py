@@ -31,14 +31,16 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     from atlas.discover import config_value
     config = getattr(model, "config", None)
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
-    limit = next((value for _, value in stated_contexts(config)), None)
+    stated = stated_contexts(config)
+    limits = {"T": next((value for _, value in stated), None),      # a text part's limit bounds the text alone
+              "S": next((value for name, value in stated if "." not in name), None)}
     image, _ = config_value(config, "image_size")
     images = dict(zip("HW", (image, image) if isinstance(image, int) else image or ()))
     out = []
     for sym in symbols:
         size = declared.get(sym, images.get(sym, REFERENCE.get(sym, 16)))
-        if sym in ("T", "S") and limit is not None and sym not in declared:
-            size = min(size, limit)
+        if limits.get(sym) is not None and sym not in declared:
+            size = min(size, limits[sym])
         if sym in (upper or {}) and sym not in declared:
             size = min(size, upper[sym])
         out.append((sym, int(size)))

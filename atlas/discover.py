@@ -33,6 +33,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from atlas import conv_limits
+from atlas.architecture import text_part
 from atlas.first_consumer import first_consumer
 from atlas.i18n import Text, msg, msgn
 from atlas.inputs import input_text as _text
@@ -268,12 +269,8 @@ def config_value(config, *names):
     """The first positive integer (or pair of them) among config fields, with its field name; the text, vision and
     audio sub-configs of a multimodal config too. A size of 0 or -1 is no size: XLNet's max_position_embeddings
     is -1, "no limit"."""
-    sources = [(config, "")]
-    if config is not None and hasattr(config, "get_text_config"):
-        try:
-            sources.append((config.get_text_config(), ""))
-        except Exception:              # configs without a text part
-            pass
+    text = text_part(config)
+    sources = [(config, ""), *([text] if text is not None else [])]
     sources += [(getattr(config, f"{part}_config", None), f"{part}_config.") for part in ("vision", "audio")]
     sources += [(getattr(config, part, None), f"{part}.") for part in ("encoder", "decoder")]  # VisionEncoderDecoder
     for source, prefix in sources:

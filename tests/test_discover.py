@@ -623,12 +623,20 @@ def test_a_bound_on_the_source_length_is_stated_on_s(hf_suite):
 def test_a_text_and_audio_model_gets_a_spectrogram_image_and_lengths_of_its_own():
     """CLAP's audio tower reads `input_features` as a one-channel image of frames by mel bins, [B, 1, frames, 16]:
     discovery offered [B, 16, T] and [B, T, 16] only, and no forward ran ("'NoneType' object has no attribute
-    'transpose'"), 0 of 89 components. Its frames are a length of their own (S), not the text's positions (T)."""
+    'transpose'"), 0 of 89 components. Its frames are a length of their own (S), not the text's positions (T).
+
+    Its config states the text's 64 positions in its text part alone (`text_config.max_position_embeddings`): the
+    model page's context and the size costs are counted at say so (they read T = 1024, past the table's rows), and
+    the token ids' note names the field the vocabulary was read from. The text's limit does not bound the frames."""
     pytest.importorskip("transformers")
     from atlas import pipeline, spec
     from conftest import ROOT
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'hf_models.py'}:clap"),
-                            pipeline.Settings(verify=False, cost=False))
+                            pipeline.Settings(verify=False))
+    assert [(t.value, t.source) for t in doc.architecture.context] == [(64, "text_config.max_position_embeddings")]
+    reference = dict(doc.cost_summary.reference)
+    assert reference["T"] == 64 and reference["S"] > 64
+    assert "config.text_config.vocab_size = 128" in str(doc.input_notes[0])
     assert doc.forward_failure is None
     assert doc.inputs == ("input_ids:int64[B,T]", "input_features:float32[B,1,S,16]")
     assert all(c.shapes.status.value == "derived" for c in doc.components)
