@@ -509,3 +509,13 @@ def test_a_convolution_says_its_padding_dilation_and_groups():
     assert said["plain"] == "A 1-d convolution from 8 to 8 channels, kernel 1, stride 1."
     assert all(c.equations.verification.verified for c in doc.components)
     assert [str(d.symbol) for d in doc.component("dilated").shapes.outputs[0].dims[2:]] == ["T"]
+
+
+def test_a_2d_convolution_states_a_setting_once_when_its_axes_share_it():
+    """ViT-B/16's patch convolution read "kernel 16 × 16, stride 16, 16.": a stride, padding or dilation that is
+    the same on every axis is one number; one that differs gives each axis's, as the kernel does."""
+    doc = pipeline.describe(fixture_spec("image_convs"))
+    said = {c.id: c.summary for c in doc.components}
+    assert said["patches"] == "A 2-d convolution from 3 to 8 channels, kernel 4 × 4, stride 4."
+    assert said["tall"] == "A 2-d convolution from 8 to 8 channels, kernel 3 × 1, stride 2 × 1, with padding 1 × 0."
+    assert all(c.equations.verification.verified for c in doc.components)

@@ -184,7 +184,7 @@ def conv(b: LeafBuilder, x):
     out = n.Conv(x, W, bias, nd=nd, stride=tuple(mod.stride), padding=mod.padding if isinstance(mod.padding, str)
                  else tuple(mod.padding), dilation=tuple(mod.dilation), groups=mod.groups)
     sizes = dict(nd=nd, inputs=mod.in_channels, outputs=mod.out_channels,
-                 kernel=" × ".join(map(str, mod.kernel_size)), stride=", ".join(map(str, mod.stride)))
+                 kernel=" × ".join(map(str, mod.kernel_size)), stride=_per_axis(mod.stride))
     settings = _conv_settings(mod)
     if settings:
         return Leaf(out, summary=msg("A %(nd)s-d convolution from %(inputs)s to %(outputs)s channels, kernel "
@@ -199,12 +199,18 @@ def _conv_settings(mod) -> tuple:
     if isinstance(mod.padding, str):
         said.append(msg("padding %(padding)s", padding=repr(mod.padding)))
     elif any(mod.padding):
-        said.append(msg("padding %(padding)s", padding=", ".join(map(str, mod.padding))))
+        said.append(msg("padding %(padding)s", padding=_per_axis(mod.padding)))
     if any(d != 1 for d in mod.dilation):
-        said.append(msg("dilation %(dilation)s", dilation=", ".join(map(str, mod.dilation))))
+        said.append(msg("dilation %(dilation)s", dilation=_per_axis(mod.dilation)))
     if mod.groups != 1:
         said.append(msgn("%(n)s group", "%(n)s groups", mod.groups))
     return tuple(said)
+
+
+def _per_axis(values) -> str:
+    """A convolution's setting: one number when every axis has it, else each axis's, as a kernel's size reads."""
+    values = tuple(values)
+    return str(values[0]) if len(set(values)) == 1 else " × ".join(map(str, values))
 
 
 class BatchNormOp(Node):
