@@ -112,6 +112,19 @@ def test_upsampling_keeps_its_sizes_symbolic(capsys):
     assert all(c["verification"]["verified"] for c in data["components"])
 
 
+def test_a_table_of_fixed_size_resized_to_the_image_keeps_the_sizes_symbolic(capsys):
+    """F.interpolate of a parameter (a fixed size) to a size made from the image's: only the size asked for is
+    symbolic, and the composite kernel refused it. DINOv2 (Depth Anything's backbone) resizes its positions so, and
+    every shape of it came from probes at H = 40, W = 56; here the record stays a formula in H and W."""
+    data, err = _describe(capsys, "resized_positions")
+    assert "failed" not in err and "needs exact values" not in err, err
+    root = data["components"][0]
+    assert [d.get("symbol", d) if isinstance(d, dict) else d for d in root["outputs"][0]["shape"]] == \
+        ["B", "floor(H/4)*floor(W/4)", 8]
+    assert data["cost_reference"]["pinned"] == {}
+    assert all(c["verification"]["verified"] for c in data["components"])
+
+
 def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     """Built on the meta device, the buffers have no values; the CPU copies that check the equations and run the
     fallback probes get the ones the constructor computed (zeros broke EnCodec: a conv padded by 0, "too small")."""

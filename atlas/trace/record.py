@@ -554,7 +554,7 @@ def _call(func, short: str, args, kwargs):
                 and len(args) < 4:
             return a @ b[0]                 # (tokens, in) x (experts, in, out), grouped by offsets -> (tokens, out)
         return func(a.to(torch.bfloat16), b.to(torch.bfloat16), *args[2:], **kwargs).to(a.dtype)
-    if short == "interpolate" and args and upsample.symbolic(args[0]):
+    if short == "interpolate" and args and upsample.symbolic(args, kwargs):
         out = upsample.interpolate(*args, **kwargs)
         if out is not None:
             return out

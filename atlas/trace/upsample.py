@@ -19,8 +19,13 @@ _OPS = {("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample_nearest2
 _ALIGNED = ("bilinear", "trilinear", "bicubic")         # these take align_corners
 
 
-def symbolic(x) -> bool:
-    return isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in x.shape)
+def symbolic(args, kwargs) -> bool:
+    """Whether an F.interpolate call holds a symbolic size: its input's, or the size it asks for (a table of
+    positions, a parameter of fixed size, resized to the image's patches)."""
+    x = args[0] if args else kwargs.get("input")
+    size = args[1] if len(args) > 1 else kwargs.get("size")
+    sizes = [*(x.shape if isinstance(x, torch.Tensor) else ()), *(size if isinstance(size, (list, tuple)) else [size])]
+    return any(isinstance(s, torch.SymInt) for s in sizes)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
