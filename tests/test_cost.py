@@ -530,3 +530,27 @@ def test_a_custom_autograd_function_leaves_no_torch_internals_among_the_uncounte
                             pipeline.Settings())
     assert doc.root.cost.uncounted == ("sign",) and doc.root.cost.flops == "64*B"
     assert doc.root.equations.verification.verified
+
+
+def test_transposed_convolutions_count_each_input_elements_products():
+    """A DCGAN generator's FLOPs were four to sixteen times FlopCounterMode's: a transposed convolution was counted
+    as 2 · numel(output) · C_in · k, and a 3-d one not at all ("not counted: conv_transpose3d")."""
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:transposed_convs")
+    doc = pipeline.document(loaded, pipeline.Settings(verify=False))
+    assert _check_against_flop_counter(doc, loaded.model, doc.inputs) == 4
+    H, W = (sympy.Symbol(s, positive=True, integer=True) for s in "HW")
+    flops = {c.id: sympy.sympify(c.cost.flops, locals={"B": B, "H": H, "W": W}) for c in doc.components}
+    assert sympy.expand(flops["up2"] - 2 * (B * 8 * H * W) * 2 * 16) == 0       # C_out/groups = 2, 4 × 4 kernel
+    assert sympy.expand(flops["up1"] - 2 * (B * 8 * H * W) * 2 * 3) == 0
+    assert sympy.expand(flops["up3"] - 2 * (B * 4 * 2 * H * 2 * W) * 2 * 9) == 0    # on up2's map, twice as large
+    assert not doc.root.cost.uncounted
+
+
+def test_matrix_vector_and_dot_products_are_contractions():
+    """spectral_norm's σ = uᵀ(W v) by torch.mv and torch.vdot: "Not counted in F: mv, vdot (F counts contractions
+    only)" contradicted itself, and F read 0. W v is 2 · 4 · 6 FLOPs, the dot 2 · 4."""
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:power_iteration"),
+                            pipeline.Settings())
+    assert sympy.expand(sympy.sympify(doc.root.cost.flops, locals={"B": B}) - (2 * 4 * 6 + 2 * 4 + 2 * B * 4 * 6)) == 0
+    assert not {"mv", "vdot"} & set(doc.root.cost.uncounted)
+    assert doc.root.equations.verification.verified

@@ -1,9 +1,10 @@
 """What a forward costs, read off the same recorded calls the equations come from.
 
-FLOPs: every contraction (linear, matmul, bmm, addmm, convolution, attention, einsum) costs 2 · ∏(output
-dims) · (contracted dim): a multiply and an add per term, so these are FLOPs, not MACs. Elementwise operations,
-norms and softmax are not counted; their names are listed. Where attention is causal (`is_causal`), the
-count with the T(T+1)/2 query-key pairs a causal kernel computes stands beside the dense one.
+FLOPs: every contraction (linear, matmul, bmm, addmm, mv, dot, convolution, attention, einsum) costs 2 · ∏(output
+dims) · (contracted dim), a transposed convolution 2 · ∏(input dims) · (C_out/groups) · ∏(kernel): a multiply
+and an add per term, so these are FLOPs, not MACs. Elementwise operations, norms and softmax are not counted;
+their names are listed. Where attention is causal (`is_causal`), the count with the T(T+1)/2 query-key pairs a
+causal kernel computes stands beside the dense one.
 
 Activation memory: the bytes autograd saves for the backward pass, recorded as the forward runs (a
 saved-tensors hook), each storage counted once, weights excluded; dropout masks, which evaluation mode does
@@ -65,16 +66,17 @@ def op_flops(ev: OpEvent):
     # the left operand, whose last dim is the one summed over, by position or by its name in torch's signature
     left = {"matmul": (0, "input"), "__matmul__": (0, "self"), "__rmatmul__": (1, "other"), "mm": (0, "input"),
             "bmm": (0, "input"), "_grouped_mm": (0, "mat_a"), "addmm": (1, "mat1"), "baddbmm": (1, "batch1"),
-            "addbmm": (1, "batch1")}.get(name)
+            "addbmm": (1, "batch1"), "mv": (0, "input"), "dot": (0, "input"), "vdot": (0, "input")}.get(name)
     if left is not None:                              # _grouped_mm: mixture-of-experts, each token through its experts
         a = _shape(_arg(ev, *left))
         return (2 * _numel(out) * a[-1], None) if out is not None and a is not None else None
-    if name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"):
+    if name in ("conv1d", "conv2d", "conv3d"):         # weight (C_out, C_in / groups, kernel...)
         w = _shape(_arg(ev, 1, "weight"))
-        if out is None or w is None:
-            return None
-        per = _numel(w[1:]) if not name.startswith("conv_transpose") else _numel(w[:1]) * _numel(w[2:])
-        return 2 * _numel(out) * per, None
+        return (2 * _numel(out) * _numel(w[1:]), None) if out is not None and w is not None else None
+    if name in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+        # weight (C_in, C_out / groups, kernel...): each input element meets C_out / groups × kernel weights
+        x, w = _shape(_arg(ev, 0, "input")), _shape(_arg(ev, 1, "weight"))
+        return (2 * _numel(x) * _numel(w[1:]), None) if x is not None and w is not None else None
     if name == "scaled_dot_product_attention":
         q, k, v = (_shape(_arg(ev, i, key)) for i, key in ((0, "query"), (1, "key"), (2, "value")))
         if q is None or k is None or v is None:
