@@ -75,6 +75,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         return first_call_of(trace, model, comp.path) if comp is not None else None
 
     costs, totals = Costs(first_for), {}
+    calls_of = _calls_by_path(trace.root)
     out = []
     for comp in doc.components:
         if comp.path in trace.extra:    # recorded on inputs made up for it: no part of a forward
@@ -96,8 +97,13 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
                 "input sizes (how many tokens a router sends each expert, how many positions a mask keeps): here, "
                 "the sizes returned by %(origins)s.", origins=tuple(_origins(trace, depends)))))
             continue
+        calls = [c for path in comp.module_paths for c in calls_of.get(path, ())]
+        every = None
+        if len(calls) != comp.instances:    # one called again (a shared encoder, a cell over time), or one not called
+            every = held(sum((costs.of(c)[0] for c in calls), sympy.Integer(0)))
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
-                                           tuple(sorted(uncounted)), _attention_kernel(call))))
+                                           tuple(sorted(uncounted)), _attention_kernel(call), len(calls),
+                                           None if every is None else str(every))))
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
     symbols = sorted({str(s) for s in (trace.symbols or {}).values()} | set(fixed or ())
@@ -112,6 +118,15 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
                           tuple((s, v) for s, v in pinned.items() if s in symbols),
                           _cache_not_counted(trace, doc, pinned) if per_token is None else None)
     return replace(doc, cost=root, cost_summary=summary)
+
+
+def _calls_by_path(root) -> dict[str, list]:
+    """module path -> its calls that ran in the forward, in order (a repeated entry taken from its first: its own)."""
+    out: dict[str, list] = {}
+    for call in (root.calls() if root is not None else ()):
+        if call.failed is None and call.out is not None:
+            out.setdefault(call.path, []).append(call)
+    return out
 
 
 def _data_dependent(*exprs) -> list[str]:

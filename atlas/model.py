@@ -206,6 +206,8 @@ class Cost:
     activation_bytes: str = "0"     # saved for the backward pass (see README for what is assumed)
     uncounted: tuple[str, ...] = ()     # operations whose arithmetic is not counted in `flops`
     attention: str | None = None    # how attention ran inside it ("fused", "explicit", "both"); None: it has none
+    calls: int = 1                  # its calls in one forward, every instance's together
+    flops_all_calls: str | None = None  # the FLOPs of all of them; None: `flops` times the instances, one call each
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,8 @@ def cost_rows(doc: ModelDoc) -> list:
         if comp.cost is None or _depth(doc, comp) > COST_TABLE_DEPTH:
             continue
         each = at_reference(comp.cost.flops, ref)
-        total = each * comp.instances
+        total = each * comp.instances if comp.cost.flops_all_calls is None else \
+            at_reference(comp.cost.flops_all_calls, ref)
         if each > 0 and whole > 0:
             rows.append(SimpleNamespace(comp=comp, each=each, total=total, share=total / whole))
     return rows

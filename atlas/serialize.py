@@ -121,12 +121,13 @@ def cost_dict(cost):
     if cost is None:
         return None
     return {"flops": cost.flops, "flops_causal": cost.flops_causal, "activation_bytes": cost.activation_bytes,
-            "uncounted": list(cost.uncounted), "attention": cost.attention}
+            "uncounted": list(cost.uncounted), "attention": cost.attention, "calls": cost.calls,
+            "flops_all_calls": cost.flops_all_calls}
 
 
 def cost_from(d):
     return None if d is None else Cost(d["flops"], d["flops_causal"], d["activation_bytes"], tuple(d["uncounted"]),
-                                       d.get("attention"))
+                                       d.get("attention"), d.get("calls", 1), d.get("flops_all_calls"))
 
 
 def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:

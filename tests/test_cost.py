@@ -554,3 +554,25 @@ def test_matrix_vector_and_dot_products_are_contractions():
     assert sympy.expand(sympy.sympify(doc.root.cost.flops, locals={"B": B}) - (2 * 4 * 6 + 2 * 4 + 2 * B * 4 * 6)) == 0
     assert not {"mv", "vdot"} & set(doc.root.cost.uncounted)
     assert doc.root.equations.verification.verified
+
+
+def test_a_module_called_twice_counts_both_calls_in_all():
+    """A Siamese encoder runs on two inputs: the model page's "Where the FLOPs go" gave it one call, 49.6% of the
+    model beside a head's 0.8% (a decoder stepped five times read 16.9% where it is 84.6%). Its calls are counted:
+    "in all" is both, the shares of the model's children add up to the whole, and its page says so."""
+    from atlas import render
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:shared_encoder"),
+                            pipeline.Settings(verify=False))
+    encoder, head = doc.component("encoder"), doc.component("head")
+    assert (encoder.cost.calls, head.cost.calls, head.cost.flops_all_calls) == (2, 1, None)
+    assert sympy.sympify(encoder.cost.flops, locals={"B": B}) == 2 * B * (8 * 16 + 16 * 16)
+    assert sympy.sympify(encoder.cost.flops_all_calls, locals={"B": B}) == 2 * 2 * B * (8 * 16 + 16 * 16)
+    rows = {r.comp.id: r for r in render.cost_rows(doc)}
+    assert rows["encoder"].total == 2 * rows["encoder"].each and rows["encoder.0"].total == 2 * rows["encoder.0"].each
+    assert rows["encoder"].share + rows["head"].share == 1
+    from atlas import paths
+    files = render.render(doc)
+    assert "Called 2 times in one forward: 1.54 kFLOPs in all." in files[paths.page_path(doc, encoder)]
+    assert "| 1 (2 calls) | 768 FLOPs | 1.54 kFLOPs | 92.3% |" in files[paths.page_path(doc, doc.root)]
+    assert "Llamado 2 veces en un forward: 1,54 kFLOPs en total." in files[paths.localized(
+        paths.page_path(doc, encoder), "es")]
