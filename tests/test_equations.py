@@ -519,3 +519,21 @@ def test_a_2d_convolution_states_a_setting_once_when_its_axes_share_it():
     assert said["patches"] == "A 2-d convolution from 3 to 8 channels, kernel 4 × 4, stride 4."
     assert said["tall"] == "A 2-d convolution from 8 to 8 channels, kernel 3 × 1, stride 2 × 1, with padding 1 × 0."
     assert all(c.equations.verification.verified for c in doc.components)
+
+
+def test_a_query_with_every_key_masked_gets_zeros_as_torch_gives_them():
+    """A boolean mask built from a padding mask and a causal one leaves the first query no key where the first key is
+    padding: scaled_dot_product_attention gives that query zeros, the equations gave 0/0 = NaN, and `build` exited
+    1 ("differ by inf") on a correct model. The page says what a mask adds and what a query with no key gets."""
+    from atlas.equations.ops_nn import Attention
+    doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:padded_causal_attention")
+    root = doc.root.equations
+    assert root.verification.verified, root.verification.reason
+    notes = [str(text) for _, text in root.notations]
+    assert any("a query whose every key is masked gets zeros" in n for n in notes), notes
+    q = torch.randn(1, 1, 3, 4, dtype=torch.float64)
+    mask = torch.tensor([[False, False, False], [True, False, False], [True, True, True]])
+    node = Attention(None, None, None, None, head=4)
+    got = node.run(None, q, q, q, mask)
+    assert torch.allclose(got, nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask), atol=1e-12)
+    assert torch.equal(got[0, 0, 0], torch.zeros(4, dtype=torch.float64))        # the query with no key

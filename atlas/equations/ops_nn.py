@@ -51,8 +51,11 @@ class Attention(Node):
         if m.get("causal"):
             L, S = s.shape[-2], s.shape[-1]
             s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
-        e = torch.exp(s - s.amax(-1, keepdim=True))
-        return (e / e.sum(-1, keepdim=True)) @ v
+        # a query whose every key is masked gets zeros, as scaled_dot_product_attention returns them (not 0/0)
+        top = s.amax(-1, keepdim=True)
+        e = torch.exp(s - torch.where(torch.isinf(top), torch.zeros_like(top), top))
+        total = e.sum(-1, keepdim=True)
+        return torch.where(total > 0, e / torch.where(total > 0, total, torch.ones_like(total)), 0.0) @ v
 
 
 class MHAOp(Node):

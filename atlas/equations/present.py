@@ -11,7 +11,7 @@ import sympy
 from atlas.equations import ops_math as m
 from atlas.equations.facts import facts
 from atlas.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
-from atlas.equations.ops_nn import Call, Loop, MHAOp
+from atlas.equations.ops_nn import Attention, Call, Loop, MHAOp
 from atlas.equations.ops_tensor import Heads, MergeHeads
 from atlas.equations.program import Program
 from atlas.i18n import msg
@@ -77,6 +77,14 @@ def notations(prog: Program) -> tuple:
                                 "key is left out) and 0 elsewhere, a float one as it is; a padding mask [B, S] for "
                                 "every head and query, an attention mask [T, S] for every sequence, or [B·heads, T, S] "
                                 "with the heads of each sequence in turn")))
+            elif isinstance(node, Attention) and "sdpa-mask" not in seen and node.args[3] is not None \
+                    and not (isinstance(node.args[3], Num) and node.args[3].value is None):
+                seen.add("sdpa-mask")
+                mask = node.args[3]
+                out.append((_ref(mask.key) if isinstance(mask, Sym) else r"\operatorname{softmax}",
+                            msg("the mask added to the logits as scaled_dot_product_attention adds one: a boolean "
+                                "mask is 0 where it is true (that key is attended) and −∞ elsewhere, a float one is "
+                                "added as it is; a query whose every key is masked gets zeros")))
             if node.meta.get("causal") is True and "causal" not in seen:         # Attention, MHAOp
                 seen.add("causal")
                 out.append((r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}",
