@@ -13,10 +13,17 @@ from atlas.errors import AtlasError
 EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2       # 1: stale pages, or equations that disagree with forward()
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments: one line on stderr, naming --help, and exit 2 (argparse prints its usage block first)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="atlas", description="Documentation pages generated from PyTorch model code.")
+    p = _Parser(prog="atlas", description="Documentation pages generated from PyTorch model code.")
     sub = p.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--input", action="append", metavar="NAME:DTYPE[DIMS]",
                         help="an example input of the model's forward(), e.g. 'input_ids:int64[B,T]'; repeat for each; "
                              "overrides the model's atlas_inputs and the inputs the atlas finds itself")
@@ -53,9 +60,11 @@ def _parser() -> argparse.ArgumentParser:
 def _dim(text: str) -> tuple:
     """'T=64' -> ("fix", "T", 64); 'T>=400' -> ("min", "T", 400); 'T<=512' -> ("max", "T", 512)."""
     import re
-    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=|>=|<=)\s*(\d+)\s*", text)
-    if not m or int(m.group(3)) < 1:
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=|>=|<=)\s*(-?\d+)\s*", text)
+    if not m:
         raise argparse.ArgumentTypeError(f"bad --dim {text!r}: expected SYMBOL=SIZE, SYMBOL>=SIZE or SYMBOL<=SIZE")
+    if int(m.group(3)) < 1:
+        raise argparse.ArgumentTypeError(f"bad --dim {text!r}: a size is a positive whole number")
     return ({"=": "fix", ">=": "min", "<=": "max"}[m.group(2)], m.group(1), int(m.group(3)))
 
 

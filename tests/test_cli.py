@@ -321,3 +321,17 @@ def test_a_forward_that_fails_on_given_inputs_is_not_told_to_give_inputs(capsys)
     err = capsys.readouterr().err
     assert "forward() did not run" in err and "check the --input given against what forward() takes" in err
     assert "give example inputs with --input" not in err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["describe", "tests/fixtures/nanogpt.py:gpt", "--dim", "T=0"], "bad --dim 'T=0': a size is a positive whole number"),
+    (["describe", "--dim", "T"], "expected SYMBOL=SIZE"),
+    (["build", "--bogus"], "unrecognized arguments: --bogus"),
+    (["describe", "--memory-budget", "x"], "not a number of gigabytes")])
+def test_bad_arguments_get_one_line_and_exit_2(capsys, argv, said):
+    """argparse printed its usage block, four lines, above the error, and `--dim T=0` was told to give
+    SYMBOL=SIZE, which it had: one line, what is wrong, where to look."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and said in err and "--help" in err, err
