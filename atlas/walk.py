@@ -211,11 +211,32 @@ def summary(module: nn.Module) -> str:
         return ""
     para = inspect.cleandoc(doc).split("\n\n", 1)[0]
     text = " ".join(_ROLE.sub(r"\1", para).replace("``", "").split())
-    match = re.match(r"(.+?[.!?])(\s|$)", text)
-    sentence = match.group(1) if match else text
+    sentence = _first_sentence(text)
     if sentence.endswith(":"):
         sentence = sentence[:-1] + "."
     return sentence
+
+
+_ABBREVIATIONS = {"al", "e.g", "i.e", "etc", "cf", "vs", "fig", "figs", "eq", "eqs", "sec", "approx", "resp", "no"}
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop that ends a sentence: not one inside brackets, after an abbreviation ("Bahdanau
+    et al. 2015", "e.g. a mask") or an initial, nor one a lowercase word follows."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch not in ".!?" or depth > 0 or (i + 1 < len(text) and not text[i + 1].isspace()):
+            continue
+        word = text[:i].rsplit(" ", 1)[-1].lstrip("([{\"'`").lower()
+        following = text[i + 1:].lstrip()[:1]
+        if ch == "." and (word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+            continue
+        if following.islower():
+            continue
+        return text[:i + 1]
+    unclosed = re.match(r"(.+?[.!?])(\s|$)", text) if depth > 0 else None     # a bracket never closed
+    return unclosed.group(1) if unclosed else text
 
 
 def published(model: nn.Module) -> Published | None:

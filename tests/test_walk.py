@@ -148,3 +148,17 @@ def test_70b_and_8b_have_the_same_pages():
     assert [c.id for c in big.components] == [c.id for c in small.components]
     assert big.component("layers").instances == 80 and small.component("layers").instances == 32
     assert big.totals.parameters == 70_553_706_496
+
+
+@pytest.mark.parametrize("doc, said", [
+    ("Additive attention (Bahdanau et al. 2015). Scores every source position.", "Additive attention (Bahdanau et al. 2015)."),
+    ("Log density of the flow, after Dinh et al. 2017. Sums the log-determinants.",
+     "Log density of the flow, after Dinh et al. 2017."),
+    ("Masks keys, e.g. padding ones. Then attends.", "Masks keys, e.g. padding ones."),
+    ("Attention from A. Vaswani's paper. Multi-head.", "Attention from A. Vaswani's paper."),
+    ("A block (see Eq. 3). Pre-norm.", "A block (see Eq. 3)."),
+    ("Projects the input:\n\n    y = x W", "Projects the input.")])
+def test_a_summary_is_the_docstrings_first_sentence(doc, said):
+    """The summary stopped at the first full stop: "Additive attention (Bahdanau et al." on a seq2seq's page."""
+    klass = type("Documented", (nn.Module,), {"__doc__": doc, "forward": lambda self, x: x})
+    assert walk.summary(klass()) == said
