@@ -14,7 +14,7 @@ import ast
 import inspect
 import logging
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -50,6 +50,7 @@ class Consumer:
     rank: int | None = None                  # from `B, T, C = x.size()` on the way
     how: str = "forward() source"            # "forward() source" or "module order"
     argument: str | None = None              # the layer's forward() parameter the input binds to, where known
+    viewed: tuple[int, ...] | None = None    # `z.view(z.size(0), 100, 1, 1)` on the way: the sizes after the batch
 
 
 def first_consumer(model: nn.Module, param: str) -> Consumer | None:
@@ -125,17 +126,20 @@ def _parameter(module: nn.Module, arg_index: int | None, keyword: str | None) ->
 
 def _in_forward(module: nn.Module, path: str, param: str, fn, depth: int, rank: int | None) -> Consumer | None:
     node = _source(fn)
-    reader = _Reader(module, path, param, depth, rank)
+    reader = _Reader(module, path, param, depth, rank, getattr(fn, "__globals__", {}))
     return reader.body(node.body)
 
 
 class _Reader:
     """Reads one forward() (or helper) body in source order, following the aliases of one input."""
 
-    def __init__(self, module: nn.Module, path: str, param: str, depth: int, rank: int | None) -> None:
+    def __init__(self, module: nn.Module, path: str, param: str, depth: int, rank: int | None,
+                 names: dict | None = None) -> None:
         self.module, self.path, self.depth, self.rank = module, path, depth, rank
+        self.names = names or {}                  # the function's globals: sizes named at module level (nz = 100)
         self.aliases = {param}
         self.loop_vars: dict[str, tuple[nn.Module, str]] = {}
+        self.viewed: tuple[int, ...] | None = None
 
     def body(self, stmts: list[ast.stmt]) -> Consumer | None:
         for stmt in stmts:
@@ -159,7 +163,10 @@ class _Reader:
             return None
         if isinstance(stmt, ast.Assign):
             self._shape_unpack(stmt)
+            self._view(stmt.value)
         found = self.calls(stmt)
+        if found is not None and found.viewed is None and self.viewed is not None:
+            found = replace(found, viewed=self.viewed)
         if found is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             if self._is_alias(stmt.value):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -196,6 +203,35 @@ class _Reader:
             elts = stmt.targets[0].elts
             if not any(isinstance(e, ast.Starred) for e in elts):
                 self.rank = len(elts)
+
+    def _view(self, value: ast.expr) -> None:
+        """`z = z.view(z.size(0), nz, 1, 1)` (or `.reshape`, or -1 for the batch): a latent vector laid out as a map
+        for the layer after it. The sizes after the batch, where the code gives every one as a number."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                and value.func.attr in ("view", "reshape") and self._is_alias(value.func.value)):
+            return
+        args = value.args[0].elts if len(value.args) == 1 and isinstance(value.args[0], (ast.Tuple, ast.List)) \
+            else value.args
+        sizes = [self._number(a) for a in args[1:]]
+        if len(args) >= 2 and all(isinstance(n, int) and n > 0 for n in sizes):
+            self.viewed = tuple(sizes)
+
+    def _number(self, expr: ast.expr):
+        """An int the code states: a literal, a module-level name, an attribute of self, or a product of them."""
+        if isinstance(expr, ast.Constant) and type(expr.value) is int:
+            return expr.value
+        if isinstance(expr, ast.Name):
+            value = self.names.get(expr.id)
+            return value if type(value) is int else None
+        if isinstance(expr, ast.Attribute):
+            value = self._resolve(expr)
+            return value if type(value) is int else None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Add, ast.FloorDiv)):
+            a, b = self._number(expr.left), self._number(expr.right)
+            if a is None or b is None or (isinstance(expr.op, ast.FloorDiv) and b == 0):
+                return None
+            return a * b if isinstance(expr.op, ast.Mult) else a + b if isinstance(expr.op, ast.Add) else a // b
+        return None
 
     def _bind_loop(self, stmt: ast.For) -> None:
         """`for layer in self.layers`, `for i, layer in enumerate(...)`, and a dict of modules' `.values()` and

@@ -7,6 +7,7 @@ the forward() fixed the rank (`B, T, C = x.size()`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from torch import nn
@@ -76,6 +77,19 @@ _MASKED = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDeco
 
 
 def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[Candidate]:
+    """The inputs to try, the first preferred: a row of as many values as the code's view of the input has (a
+    latent vector viewed as a 1 × 1 map), else what the layer takes."""
+    own = _layer_candidates(consumer, model, float_dtype)
+    if consumer.viewed is None:
+        return own
+    size = math.prod(consumer.viewed)
+    because = msg("the code's view of it as %(view)s before %(layer)s: %(n)s values a batch row",
+                  view=_code("[B, " + ", ".join(map(str, consumer.viewed)) + "]"), layer=_label(consumer), n=size)
+    dtype = own[0].dtype if own else float_dtype
+    return [Candidate(dtype, ("B", size), because), *own]
+
+
+def _layer_candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[Candidate]:
     if consumer.module is None:
         return _functional(consumer, float_dtype)
     m, where = consumer.module, _label(consumer)

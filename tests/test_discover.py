@@ -104,6 +104,17 @@ def test_conv2d_first_module_gets_height_and_width():
     assert fake.outputs == (("output", ("B", "8*((H//8))*((W//8))")),)
 
 
+def test_a_latent_vector_viewed_as_a_map_is_a_row_of_values():
+    """A DCGAN generator views its latent `z` as [B, 12, 1, 1] (12 a module-level name) before a ConvTranspose2d:
+    discovery offered [B, 12, H, W], the view failed ("invalid for input of size 12*B*H*W"), and nothing ran."""
+    from atlas import pipeline, spec
+    doc = pipeline.document(spec.load(fixture_spec("latent_generator")), pipeline.Settings())
+    assert doc.inputs == ("z:float32[B,12]",)
+    assert "view of it as `[B, 12, 1, 1]`" in str(doc.input_notes[0])
+    assert [str(d.symbol or d.value) for d in doc.root.shapes.outputs[0].dims] == ["B", "3", "8", "8"]
+    assert all(c.equations.verification.verified for c in doc.components)
+
+
 class Blocks(nn.Module):
     def __init__(self):
         super().__init__()
