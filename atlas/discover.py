@@ -134,6 +134,8 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
         result = _by_convention(name, model, config, dtype)
         if result is None:
             result = _by_layer(name, model, dtype, main=i == 0)
+        if result is None:
+            result = _by_name_alone(name, dtype)
         if not isinstance(result, tuple):
             reason = result or msg("no convention or layer says its shape")
             unresolved.append((name, msg("%(why)s, but %(reason)s", why=why, reason=reason)))
@@ -329,6 +331,22 @@ def _by_convention(name, model, config, dtype):
             return ([_text(name, dtype, ("B", steps, channels))],
                     msg("%(steps)s steps of %(values)s values", steps=_setting(s_field, steps),
                         values=_setting(c_field, channels)), None, None, [])
+    return None
+
+
+_TIMESTEPS = ("t", "timestep", "timesteps", "time", "times", "sigma", "sigmas", "noise_level", "noise_levels")
+
+
+def _by_name_alone(name, dtype):
+    """Where neither a convention nor a layer says anything: a diffusion model's timestep (`t`, `timestep`, `sigma`),
+    one number per sample, which the code turns into features itself (a sinusoidal embedding); a mask over the
+    positions (`pad_mask`, `padding_mask`), true or false per position."""
+    if name.lower() in _TIMESTEPS:
+        return [_text(name, dtype, ("B",))], msg("the name of a diffusion model's timestep: one number per sample"), \
+            None, None, []
+    if name.lower().endswith("mask"):
+        return [_text(name, "bool", ("B", "T"))], msg("the name of a mask: true or false per position"), \
+            None, None, []
     return None
 
 

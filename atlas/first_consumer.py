@@ -178,6 +178,8 @@ class _Reader:
         """An expression that is the input itself, or a layout-preserving view of it."""
         if isinstance(expr, ast.Name):
             return expr.id in self.aliases
+        if isinstance(expr, ast.Subscript):     # `tgt[:, t]`: a step of it, fed to a decoder in a Python loop
+            return self._is_alias(expr.value)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             if expr.func.attr in _KEEPS:
                 return self._is_alias(expr.func.value)

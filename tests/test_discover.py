@@ -115,6 +115,58 @@ def test_a_latent_vector_viewed_as_a_map_is_a_row_of_values():
     assert all(c.equations.verification.verified for c in doc.components)
 
 
+class TeacherForced(nn.Module):
+    """A decoder stepped over the target in Python, one column of it at a time: `tgt[:, t]`."""
+
+    def __init__(self):
+        super().__init__()
+        self.src_embed, self.tgt_embed = nn.Embedding(50, 8), nn.Embedding(60, 8)
+        self.cell, self.out = nn.GRUCell(8, 8), nn.Linear(8, 60)
+
+    def forward(self, src, tgt):
+        batch, steps = tgt.shape
+        h = self.src_embed(src).mean(1)
+        outputs = []
+        for t in range(steps):
+            h = self.cell(self.tgt_embed(tgt[:, t]), h)
+            outputs.append(self.out(h))
+        return torch.stack(outputs, 1)
+
+
+def _timestep_features(t, dim):
+    freqs = torch.exp(-torch.arange(dim // 2, dtype=torch.float32, device=t.device) / (dim // 2))
+    args = t[:, None].float() * freqs[None]
+    return torch.cat([args.cos(), args.sin()], -1)
+
+
+class Denoiser(nn.Module):
+    """A diffusion denoiser's (x, t), the timestep made into features by a plain function; and a padding mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.time, self.inp = nn.Linear(8, 4), nn.Linear(4, 4)
+
+    def forward(self, x, t, pad_mask):
+        h = self.inp(x) + self.time(_timestep_features(t, 8))[:, None]
+        return h.masked_fill(pad_mask[..., None], 0.0)
+
+
+def test_a_step_of_an_input_reaches_the_layer_it_feeds():
+    """`tgt[:, t]` in a Python loop was no use of `tgt`: "no example input for `tgt`", and nothing ran."""
+    d = _found(TeacherForced())
+    assert d.texts() == ("src:int64[B,S]", "tgt:int64[B,T]")
+
+
+def test_a_timestep_and_a_mask_no_layer_takes_are_known_by_their_names():
+    """A timestep the code turns into features itself, and a mask it applies itself: no layer says their shapes,
+    and the whole model went undescribed for want of them. By their names: one number per sample, and true or
+    false per position."""
+    d = _found(Denoiser())
+    assert d.texts() == ("x:float32[B,4]", "t:float32[B]", "pad_mask:bool[B,T]")
+    assert "timestep" in str(d.inputs[1].because) and "mask" in str(d.inputs[2].because)
+    _meta(Denoiser(), d)
+
+
 class Blocks(nn.Module):
     def __init__(self):
         super().__init__()
