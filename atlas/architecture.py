@@ -64,7 +64,7 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
     inside: list[Component] = []
     for comp in doc.components[1:]:
         parent, _, index = comp.module_paths[0].rpartition(".")
-        if not (comp.children and index.isdigit()) or any(a in inside for a in doc.ancestors(comp.id)):
+        if not (index.isdigit() and _computing_children(doc, comp)) or any(a in inside for a in doc.ancestors(comp.id)):
             continue
         lists.setdefault(parent, []).append(comp)
         inside.append(comp)
@@ -77,6 +77,12 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
         if _side_by_side(calls) == side_by_side and (not side_by_side or _routed(calls)):
             out.append((members, len(entries)))
     return out
+
+
+def _computing_children(doc: ModelDoc, comp: Component) -> bool:
+    """Whether a list entry is a block: it has children that compute on its input, not only the parametrizations
+    that make its weights (spectral_norm gives every Conv2d of a Sequential a child; they are layers still)."""
+    return any(not doc.component(c).cls.endswith("parametrize.ParametrizationList") for c in comp.children)
 
 
 def _side_by_side(calls: dict[int, Call]) -> bool:
@@ -404,7 +410,7 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
                 outs = {id(v) for v in _outs(ev)}
                 own = _scaled_from([r.value for r in _refs(ev.args)])
                 factors = [v for ops in products if any(id(v) in outs for v in ops) for v in ops if id(v) not in outs]
-                if any(id(v) not in own and not _made_after(v, outs) for v in factors):
+                if any(id(v) not in own and not _made_after(v, outs) and not _fixed(v) for v in factors):
                     name = f"gated {name}"                  # times another stream (SwiGLU's up projection)
                 elif factors and name == "sigmoid":     # x·σ(βx): the input weighs itself (CLIP's quick GELU)
                     name = "gated Swish" if _gated(multiplied, outs, own) else "Swish"     # GPT-OSS: (u + 1)·xσ(αx)
@@ -473,6 +479,15 @@ def _gated(multiplied: list, outs: set[int], own: set[int]) -> bool:
     swish = {id(v) for args, made in multiplied if any(id(a) in outs for a in args) for v in made}
     others = [v for args, _ in multiplied if any(id(a) in swish for a in args) for v in args if id(v) not in swish]
     return any(id(v) not in own and not _made_after(v, swish | outs) for v in others)
+
+
+def _fixed(v, depth: int = 8) -> bool:
+    """Whether v is made from weights and buffers alone, a few ops back: a mask kept as a buffer, `1 - mask` (a
+    coupling layer's), weighs every input alike and is no stream to gate by."""
+    for u, steps in upstream([v], depth):
+        if (u.made_by is None and u.kind not in ("param", "buffer")) or (u.made_by is not None and steps == depth):
+            return False
+    return True
 
 
 def _made_after(v, outs: set[int], depth: int = 8) -> bool:

@@ -106,14 +106,23 @@ def test_token_ids_reshaped_before_the_lookup_still_give_the_vocabulary():
 @pytest.mark.parametrize("name, named", [("swish", "Swish"), ("gated_swish", "gated Swish"), ("scaled", "sigmoid"),
                                          ("gated", "gated sigmoid"),
                                          ("gelu_tanh", "GELU"), ("gelu_tanh_bloom", "GELU"), ("tanh", "tanh"),
-                                         ("relu_squared", "squared ReLU"), ("routed", "SiLU")])
+                                         ("relu_squared", "squared ReLU"), ("routed", "SiLU"),
+                                         ("masked_tanh", "tanh")])
 def test_what_an_activation_is_combined_with_names_it(name, named):
     """A sigmoid times itself (through a number): Swish. Only a number: a sigmoid. A learned gate's output times
     the stream it read: gated, though the stream is where the gate came from. One plus a tanh of a cubic in x, times
     x: GELU written out (gelu_new, BLOOM's); a tanh alone stays one. A ReLU squared: squared ReLU. A sigmoid whose
-    scores a top-k choice reads is a router, not an activation (DeepSeek-V3's)."""
+    scores a top-k choice reads is a router, not an activation (DeepSeek-V3's). A tanh times a mask kept as a buffer
+    (a RealNVP coupling layer's log-scale) is no gate: the buffer weighs every input alike ("gated tanh" before)."""
     a = _doc(f"tests/fixtures/activations.py:{name}").architecture
     assert [(t.value, t.component) for t in a.activations] == [(named, "blocks")]
+
+
+def test_spectral_normed_layers_are_no_stack_of_blocks():
+    """spectral_norm gives each Conv2d of a Sequential a child (its parametrization): the catalog read five
+    "layers" and took the feature maps' sizes (32, 16, 8) for widths. The same network without it reads neither."""
+    a = _doc("tests/fixtures/activations.py:spectral_normed_convs").architecture
+    assert (a.layers, a.width, a.ffn) == ((), (), ())
 
 
 def test_an_activation_weighed_by_a_gate_made_from_itself_is_not_gated():
