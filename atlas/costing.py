@@ -97,13 +97,15 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
                 "input sizes (how many tokens a router sends each expert, how many positions a mask keeps): here, "
                 "the sizes returned by %(origins)s.", origins=tuple(_origins(trace, depends)))))
             continue
-        calls = [c for path in comp.module_paths for c in calls_of.get(path, ())]
-        every = None
-        if len(calls) != comp.instances:    # one called again (a shared encoder, a cell over time), or one not called
-            every = held(sum((costs.of(c)[0] for c in calls), sympy.Integer(0)))
+        # called again (a shared encoder, a cell stepped over time): every call, each instance alike (instances
+        # at sizes of their own are components of their own); repeated list entries are recorded once, so the
+        # instance the page describes is the one counted
+        calls, every = calls_of.get(comp.path, ()), None
+        if len(calls) > 1:
+            every = held(comp.instances * sum((costs.of(c)[0] for c in calls), sympy.Integer(0)))
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
-                                           tuple(sorted(uncounted)), _attention_kernel(call), len(calls),
-                                           None if every is None else str(every))))
+                                           tuple(sorted(uncounted)), _attention_kernel(call),
+                                           comp.instances * max(len(calls), 1), None if every is None else str(every))))
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
     symbols = sorted({str(s) for s in (trace.symbols or {}).values()} | set(fixed or ())

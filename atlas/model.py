@@ -207,7 +207,7 @@ class Cost:
     uncounted: tuple[str, ...] = ()     # operations whose arithmetic is not counted in `flops`
     attention: str | None = None    # how attention ran inside it ("fused", "explicit", "both"); None: it has none
     calls: int = 1                  # its calls in one forward, every instance's together
-    flops_all_calls: str | None = None  # the FLOPs of all of them; None: `flops` times the instances, one call each
+    flops_all_calls: str | None = None  # the FLOPs of all of them; None: one call each, `flops` times the instances
 
 
 @dataclass(frozen=True)

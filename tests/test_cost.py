@@ -576,3 +576,12 @@ def test_a_module_called_twice_counts_both_calls_in_all():
     assert "| 1 (2 calls) | 768 FLOPs | 1.54 kFLOPs | 92.3% |" in files[paths.page_path(doc, doc.root)]
     assert "Llamado 2 veces en un forward: 1,54 kFLOPs en total." in files[paths.localized(
         paths.page_path(doc, encoder), "es")]
+
+
+def test_repeated_blocks_are_called_once_each(ldlm_doc):
+    """The LDLM's six encoder blocks are recorded once and the rest taken from it: each instance is still one call,
+    and "in all" is the instances' (the first count of calls read the one recorded call for all six)."""
+    repeated = [c for c in ldlm_doc.components if c.cost is not None and c.instances > 1]
+    assert len(repeated) > 10
+    assert all((c.cost.calls, c.cost.flops_all_calls) == (c.instances, None) for c in repeated), \
+        [(c.id, c.instances, c.cost.calls) for c in repeated if c.cost.calls != c.instances]
