@@ -125,6 +125,18 @@ def test_a_table_of_fixed_size_resized_to_the_image_keeps_the_sizes_symbolic(cap
     assert all(c["verification"]["verified"] for c in data["components"])
 
 
+def test_a_flag_decided_from_a_size_keeps_the_record_symbolic(capsys):
+    """`is_causal=self.is_causal and T > 1` is a SymBool, which scaled_dot_product_attention refused ("must be bool,
+    not SymBool"): the shapes came from probes at B = 2, T = 6, the FLOPs were one number and the activation
+    memory read 0. It is decided as an `if` on it would be, and the record stays a formula in B and T."""
+    data, err = _describe(capsys, "causal_when_longer")
+    assert "failed" not in err and "needs exact values" not in err, err
+    root = data["components"][0]
+    assert root["cost"]["flops"] == "64*B*T**2 + 1536*B*T" and root["cost"]["flops_causal"] == "32*B*T**2 + 1568*B*T"
+    assert root["cost"]["activation_bytes"] != "0" and data["cost_reference"]["pinned"] == {}
+    assert root["verification"]["verified"]
+
+
 def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     """Built on the meta device, the buffers have no values; the CPU copies that check the equations and run the
     fallback probes get the ones the constructor computed (zeros broke EnCodec: a conv padded by 0, "too small")."""

@@ -18,6 +18,7 @@ import threading
 import torch
 from torch import nn
 from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.nn import functional as F
 
 from atlas.errors import where
 from atlas.trace import kinds
@@ -60,7 +61,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
             # the hooks); fake tensors make the whole run cost no memory either way
             hooks = rec.saving()
             with quiet(), evaluation(model), _skipping(later, rec, opening), _conversions_that_change_nothing(), \
-                    torch.enable_grad(), hooks, si.mode, si.decompose, rec:
+                    _flags_decided(), torch.enable_grad(), hooks, si.mode, si.decompose, rec:
                 rec.register_inputs(inputs)
                 output = None
                 try:
@@ -366,6 +367,25 @@ def _conversions_that_change_nothing():
         yield
     finally:
         nn.Module.to = to
+
+
+@contextlib.contextmanager
+def _flags_decided():
+    """A flag the code computes from a size (`is_causal = self.is_causal and T > 1`, Moonshine's decoder) is a
+    SymBool on symbolic sizes, which scaled_dot_product_attention's argument parser refuses before any torch
+    function mode sees the call ("must be bool, not SymBool"), and the symbolic run failed. It is decided as Python
+    decides an `if` on it: at the record's sizes, the condition kept among the record's branches."""
+    sdpa = F.scaled_dot_product_attention
+
+    def decided(*args, **kwargs):
+        return sdpa(*(bool(a) if isinstance(a, torch.SymBool) else a for a in args),
+                    **{k: bool(v) if isinstance(v, torch.SymBool) else v for k, v in kwargs.items()})
+
+    F.scaled_dot_product_attention = decided
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = sdpa
 
 
 @contextlib.contextmanager
