@@ -270,11 +270,12 @@ def _strided_once(mono, xs: list[int], values: list[int], checks: list[tuple[int
 
 
 def _ambiguous(best: tuple, fits: list, points: list) -> bool:
-    """Whether a rounding with a smaller shift fits every point too and gives other sizes, from the smallest point
-    to four times the largest: the probes cannot tell which holds (floor(H/14) and floor((H + 6)/16) from 40 to
-    80 px: a stride of 14 unshifted, or of 16 shifted), and the smoother stride would be a guess, false at other
-    sizes. A chosen stride with no shift has no rival: a smooth stride unshifted is what models use (a window of
-    16, ceiling(T/16), which 15 fits up to T = 42 as well)."""
+    """Whether a rounding with a smaller shift, or with another shift of the same stride, fits every point too and
+    gives other sizes, from the smallest point to four times the largest: the probes cannot tell which holds
+    (floor(H/14) and floor((H + 6)/16) from 40 to 80 px: a stride of 14 unshifted, or of 16 shifted; a 127-wide
+    conv of stride 64, floor((T - 63)/64), and floor((T - 45)/64) at 200, 300 and 400 positions), and either
+    would be a guess, false at other sizes. A chosen stride with no shift has no rival: a smooth stride unshifted
+    is what models use (a window of 16, ceiling(T/16), which 15 fits up to T = 42 as well)."""
     q, m, ceiling = best
     if m == 0:
         return False
@@ -284,7 +285,8 @@ def _ambiguous(best: tuple, fits: list, points: list) -> bool:
     def at(q_, m_, c_, x):
         return -(-(x + m_) // q_) if c_ else (x + m_) // q_
     return any(any(at(q2, m2, c2, x) != at(q, m, ceiling, x) for x in span)
-               for q2, low, high, c2 in fits for m2 in range(low, high + 1) if abs(m2) < abs(m))
+               for q2, low, high, c2 in fits for m2 in range(low, high + 1)
+               if abs(m2) < abs(m) or (q2 == q and m2 != m))
 
 
 def _largest_prime(n: int) -> int:

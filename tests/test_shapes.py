@@ -280,7 +280,8 @@ def test_probes_tell_height_from_width_and_find_a_cnns_stride():
 
 def _strided_by_search(mono, xs, values, checks=()):
     """The stride fit by trying every shift in the window: what shapes._strided_once must agree with. None where
-    a fit with a smaller shift gives other sizes from the smallest point to four times the largest."""
+    a fit with a smaller shift, or another shift of the same stride, gives other sizes from the smallest point to
+    four times the largest."""
     points = [*zip(xs, values), *checks]
     at = lambda q, m, c, x: -((-(x + m)) // q) if c else (x + m) // q                 # noqa: E731
     best, fits = None, []
@@ -297,8 +298,8 @@ def _strided_by_search(mono, xs, values, checks=()):
         return None
     span = range(min(x for x, _ in points), 4 * max(x for x, _ in points) + 1)
     q, m, ceiling = best[2]
-    if any(abs(m2) < abs(m) and any(at(q2, m2, c2, x) != at(q, m, ceiling, x) for x in span)
-           for q2, m2, c2 in fits):
+    if m != 0 and any((abs(m2) < abs(m) or (q2 == q and m2 != m)) and
+                      any(at(q2, m2, c2, x) != at(q, m, ceiling, x) for x in span) for q2, m2, c2 in fits):
         return None
     return best[:2]
 
@@ -350,7 +351,7 @@ def test_stride_shifts_from_intervals_equal_the_search():
         got = shapes._strided_once(T, xs, values, [(check, size(check))])
         assert got == _strided_by_search(T, xs, values, [(check, size(check))]), (q, m, ceiling, xs, values)
         fitted += got is not None
-    assert fitted > 20                      # the rest: a smaller shift fits the four points too
+    assert fitted >= 10                     # the rest: another shift fits the four points too
 
 
 def test_a_patch_grid_over_height_and_width_is_fitted():
@@ -440,3 +441,15 @@ def test_a_part_used_through_other_methods_is_said_so():
     # a child of the part called past it (OPTForCausalLM's `self.model.decoder(...)`) is no method of the part
     core = pipeline.describe(fixture_spec("reaching_past")).component("core")
     assert core.shapes.reason == "not called by the model's forward() with the example inputs"
+
+
+def test_a_shift_the_probes_cannot_pin_reads_unknown_not_a_guess():
+    """Moonshine's first conv (kernel 127, stride 64) gives floor((T - 63)/64) positions; probes at 200, 300 and
+    400 fit floor((T - 45)/64) as well, and the page stated that one, false at T = 172. Where another shift of the
+    stride fits the probes and gives other sizes, the size reads "?"; an unshifted one still fits."""
+    vocab = inputs.vocabulary(None, None)
+    xs = [200, 300, 400]
+    conv = shapes.fit([(t - 127) // 64 + 1 for t in xs], [{"B": 2, "T": t} for t in xs], vocab)
+    assert conv.symbol == "?", conv
+    assert shapes.fit([t // 32 for t in (136, 221, 255)], [{"W": t} for t in (136, 221, 255)], vocab).symbol == \
+        "floor(W/32)"
