@@ -537,3 +537,11 @@ def test_a_query_with_every_key_masked_gets_zeros_as_torch_gives_them():
     got = node.run(None, q, q, q, mask)
     assert torch.allclose(got, nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask), atol=1e-12)
     assert torch.equal(got[0, 0, 0], torch.zeros(4, dtype=torch.float64))        # the query with no key
+
+
+def test_noise_drawn_in_the_default_dtype_is_checked_in_the_checks_precision():
+    """torch.randn(B, 8, T) comes in float32 and the code casts it to the input's dtype, which the record's float32
+    makes a no-op: the check redrew it in float32 beside float64 weights, "Input type (float) and bias type (double)
+    should be the same", and a correct model (VITS) exited 1."""
+    doc = pipeline.describe(fixture_spec("drawn_noise"))
+    assert all(c.equations.verification.verified for c in doc.components)

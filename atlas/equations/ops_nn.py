@@ -188,7 +188,12 @@ class Apply(Node):
         return r"\operatorname{" + name + r"}\!\left(" + r",\,".join(shown) + r"\right)"
 
     def run(self, ev, args, kwargs):
-        return self.meta["func"](*args, **{k: v for k, v in kwargs.items() if k != "inplace"})
+        out = self.meta["func"](*args, **{k: v for k, v in kwargs.items() if k != "inplace"})
+        # a tensor made from nothing (torch.randn(B, 8, T)) comes in torch's default float32, as forward() drew it;
+        # the check computes in its own precision, as forward() then does once the code casts it (VITS's)
+        if isinstance(out, torch.Tensor) and out.is_floating_point() and ev.dtype_of(out.dtype) != out.dtype:
+            out = out.to(ev.dtype_of(out.dtype))
+        return out
 
 
 def _arg_tex(p, x) -> str:
