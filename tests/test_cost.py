@@ -585,3 +585,11 @@ def test_repeated_blocks_are_called_once_each(ldlm_doc):
     assert len(repeated) > 10
     assert all((c.cost.calls, c.cost.flops_all_calls) == (c.instances, None) for c in repeated), \
         [(c.id, c.instances, c.cost.calls) for c in repeated if c.cost.calls != c.instances]
+
+
+def test_a_towers_outputs_handed_back_are_no_cache():
+    """A model that returns its tower's (hidden states, pooled) beside its scores keeps no cache; the page said "KV
+    cache: 128 bytes per token" (the hidden width × 4 bytes), as OWL-ViT's and X-CLIP's did."""
+    doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:tower_outputs_returned"),
+                            pipeline.Settings(verify=False))
+    assert doc.cost_summary.kv_cache_bytes_per_token is None and doc.cost_summary.kv_cache_note is None

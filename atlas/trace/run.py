@@ -23,7 +23,7 @@ from torch.nn import functional as F
 from atlas.errors import where
 from atlas.trace import kinds
 from atlas.trace.record import Recorder
-from atlas.trace.structures import Call, Guard, Ref, Trace
+from atlas.trace.structures import Call, Guard, Ref, Trace, refs
 from atlas.trace.symbolic import SymbolicInputs, quiet, release
 
 log = logging.getLogger("atlas")
@@ -92,10 +92,14 @@ def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, obj
     the keys and values a cache object holds (transformers' DynamicCache, each layer's), or pairs nested in a tuple
     (the legacy past_key_values); each under the module call that made it (a layer's attention), "" where no
     recorded call did. A tensor the output is, or holds as a field or element of its own (logits, a hidden state),
-    is a result, not state. A list entry the run skipped wrote nothing: its first entry's bytes stand for it."""
+    is a result, not state; so is what a child module returned, handed back whole (a text tower's last hidden
+    state and pooled output, which a CLIP-style model returns beside its scores: "KV cache: 128 bytes per token" on
+    OWL-ViT's page). A list entry the run skipped wrote nothing: its first entry's bytes stand for it."""
     made_in: dict = {}              # op event -> the path of the call it ran in, made at the first state tensor
     out: dict[str, object] = {}
     seen: set = set()
+    returned = {tuple(id(r.value.obj) for r in refs(call.out)) for call in (rec.root.calls() if rec.root else ())
+                if call is not rec.root and len(refs(call.out)) > 1}        # child calls' outputs of several tensors
 
     def add(tensor: torch.Tensor) -> None:
         if not made_in and rec.root is not None:
@@ -117,16 +121,32 @@ def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, obj
             if level >= 2:
                 add(value)
             return
-        if isinstance(value, dict):
-            items = list(value.values())
-        elif isinstance(value, (list, tuple)):
-            items = list(value)
-        else:
-            items = list(getattr(value, "__dict__", {}).values())
+        items = _items(value)
+        if level >= 1 and returned and tuple(id(t) for t in _tensors_in(items)) in returned:
+            return                          # a child's output, handed back as it was
         for item in items:
             walk(item, level + 1)
     walk(output, 0)
     return out
+
+
+def _items(value) -> list:
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return list(getattr(value, "__dict__", {}).values())
+
+
+def _tensors_in(items, depth: int = 4) -> list:
+    """The tensors inside, in the order the record encodes a call's output."""
+    found = []
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif depth and not isinstance(item, (nn.Module, str, bytes, int, float, type)) and item is not None:
+            found += _tensors_in(_items(item), depth - 1)
+    return found
 
 
 def _guard_listener(rec: Recorder, si: SymbolicInputs):
