@@ -22,7 +22,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
-from atlas import buffer_values
+from atlas import buffer_values, code_caches
 from atlas import inputs as inputs_mod
 from atlas.errors import where
 from atlas.fit_products import fit_grid
@@ -141,6 +141,7 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
         if id(module) not in records:
             records[id(module)] = (_describe(_named_inputs(module, args, kwargs)), _describe(_tensors("output", output)))
 
+    code_caches.clear(model)            # a table cached by an earlier run holds that run's tensors
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
     try:
         params = inspect.signature(model.forward).parameters

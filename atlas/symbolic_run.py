@@ -29,6 +29,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.utils._sympy.numbers import int_oo
 
+from atlas import code_caches
 from atlas.discover import Discovery, discover
 from atlas.errors import site_of, where
 from atlas.inputs import parse_input
@@ -107,7 +108,9 @@ def _call(model: nn.Module, kwargs: dict):
 
 def run(model: nn.Module, texts: tuple[str, ...], sizes: dict[str, int], mode: str = "meta",
         dtype: str | None = None, decompose: bool = True, assume: bool = True) -> Outcome:
-    """One forward of `model` on inputs `texts` (symbols at `sizes`), on meta or fake tensors."""
+    """One forward of `model` on inputs `texts` (symbols at `sizes`), on meta or fake tensors. A table the model's
+    code caches (functools.lru_cache) is emptied first: it holds an earlier attempt's tensors, at its sizes."""
+    code_caches.clear(model)
     target = _prepared(model, dtype, mode)
     specs = _specs(texts, dtype)
     floats = [str(t.dtype).removeprefix("torch.") for t in target.parameters() if t.is_floating_point()]
@@ -143,7 +146,7 @@ def _fake(model, specs, sizes, base, start, decompose: bool, assume: bool) -> Ou
         kwargs[s.name] = t
     decomposer = _Decompose() if decompose else contextlib.nullcontext()
     try:
-        with _quiet(), fake_mode, decomposer:
+        with _quiet(), code_caches.uncached(model), fake_mode, decomposer:
             out = _call(model, kwargs)
         error = None
     except Exception as exc:  # the report names the failure; nothing else depends on it

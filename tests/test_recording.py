@@ -137,6 +137,18 @@ def test_a_flag_decided_from_a_size_keeps_the_record_symbolic(capsys):
     assert root["verification"]["verified"]
 
 
+def test_a_table_the_code_caches_per_length_runs_on_symbolic_sizes(capsys):
+    """An lru_cache keyed by a length cannot take a symbolic one ("unhashable type: non-nested SymInt"): the inputs
+    found were [B, 16], run at B = 16 ("B = 16: the code stops at other sizes"), where the same model without the
+    cache gets [B, T, 16]. While the atlas records, the code calls the function itself."""
+    data, err = _describe(capsys, "cached_table")
+    assert "stops at other sizes" not in err and "SymInt" not in err, err
+    assert data["example_inputs"] == ["x:float32[B,T,16]"]
+    assert [d.get("symbol", d) if isinstance(d, dict) else d for d in data["components"][0]["outputs"][0]["shape"]] \
+        == ["B", "T", 16]
+    assert all(c["verification"]["verified"] for c in data["components"])
+
+
 def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     """Built on the meta device, the buffers have no values; the CPU copies that check the equations and run the
     fallback probes get the ones the constructor computed (zeros broke EnCodec: a conv padded by 0, "too small")."""

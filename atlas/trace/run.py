@@ -20,6 +20,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.nn import functional as F
 
+from atlas import code_caches
 from atlas.errors import where
 from atlas.trace import kinds
 from atlas.trace.record import Recorder
@@ -39,6 +40,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
 
     specs: InputSpec list (name, dtype, dims: ints and symbol names). repeats: groups of module paths
     that are one component (list entries); all but the first of each may be skipped."""
+    code_caches.clear(model)            # a table the code cached in an earlier run holds that run's fake tensors
     si = SymbolicInputs(hints, "cpu")
     try:
         inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
@@ -61,7 +63,8 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
             # the hooks); fake tensors make the whole run cost no memory either way
             hooks = rec.saving()
             with quiet(), evaluation(model), _skipping(later, rec, opening), _conversions_that_change_nothing(), \
-                    _flags_decided(), torch.enable_grad(), hooks, si.mode, si.decompose, rec:
+                    _flags_decided(), code_caches.uncached(model), torch.enable_grad(), hooks, si.mode, si.decompose, \
+                    rec:
                 rec.register_inputs(inputs)
                 output = None
                 try:
