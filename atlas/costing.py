@@ -32,8 +32,10 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     config = getattr(model, "config", None)
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
     stated = stated_contexts(config)
-    limits = {"T": next((value for _, value in stated), None),      # a text part's limit bounds the text alone
-              "S": next((value for name, value in stated if "." not in name), None)}
+    source = [value for name, value in stated if name.endswith("max_source_positions")]
+    # a text part's limit bounds the text alone; an encoder-decoder's source length its own limit, where it has one
+    limits = {"T": next((value for name, value in stated if not name.endswith("max_source_positions")), None),
+              "S": source[0] if source else next((value for name, value in stated if "." not in name), None)}
     image, _ = config_value(config, "image_size")
     images = dict(zip("HW", (image, image) if isinstance(image, int) else image or ()))
     out = []

@@ -593,3 +593,16 @@ def test_a_towers_outputs_handed_back_are_no_cache():
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:tower_outputs_returned"),
                             pipeline.Settings(verify=False))
     assert doc.cost_summary.kv_cache_bytes_per_token is None and doc.cost_summary.kv_cache_note is None
+
+
+def test_an_encoder_decoders_source_length_has_its_own_limit():
+    """Speech2Text's reference S was capped by max_target_positions (64 frames with a target of 64 positions),
+    though its source limit is max_source_positions: each length takes its own."""
+    from types import SimpleNamespace
+
+    from atlas import costing
+    model = torch.nn.Linear(2, 2)
+    model.config = SimpleNamespace(max_target_positions=64, max_source_positions=256)
+    assert dict(costing.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 64, "S": 256}
+    model.config = SimpleNamespace(max_position_embeddings=512)
+    assert dict(costing.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 512, "S": 512}
