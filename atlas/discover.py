@@ -292,14 +292,18 @@ def _by_convention(name, model, config, dtype):
         vocab, field_name = config_value(config, "vocab_size")
         if not isinstance(vocab, int):
             return None
+        setting = _setting(field_name, vocab)
+        rows = _input_rows(model)
+        if rows is not None and rows < vocab:       # PaliGemma's config says 257152 where its table has 1000 rows
+            vocab, setting = rows, f"model.get_input_embeddings().num_embeddings = {rows}"
         limit_fields = ("max_target_positions", *_TEXT_LIMITS) if name.startswith("decoder") else _TEXT_LIMITS
         limit, limit_name = config_value(config, *limit_fields)
         bounds = []
         if isinstance(limit, int):
             bounds.append(Bound("T", maximum=limit, because=msg("at most %(setting)s",
                                                                  setting=_setting(limit_name, limit))))
-        return ([_text(name, "int64", ("B", "T"))],
-                msg("token ids below %(setting)s", setting=_setting(field_name, vocab)), 0, vocab, bounds)
+        return ([_text(name, "int64", ("B", "T"))], msg("token ids below %(setting)s", setting=setting), 0, vocab,
+                bounds)
     if name == "token_type_ids":
         types, t_field = config_value(config, "type_vocab_size")
         types = types if isinstance(types, int) and types > 0 else 2
@@ -348,6 +352,16 @@ def _by_name_alone(name, dtype):
         return [_text(name, "bool", ("B", "T"))], msg("the name of a mask: true or false per position"), \
             None, None, []
     return None
+
+
+def _input_rows(model) -> int | None:
+    """The rows of the table the model looks its token ids up in, where it says which (transformers' models)."""
+    try:
+        table = model.get_input_embeddings()
+    except Exception:                   # not implemented, or no such table
+        return None
+    rows = getattr(table, "num_embeddings", None)
+    return rows if isinstance(rows, int) and rows > 0 else None
 
 
 def _waveform(name, model, config, dtype):

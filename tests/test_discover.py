@@ -167,6 +167,28 @@ def test_a_timestep_and_a_mask_no_layer_takes_are_known_by_their_names():
     _meta(Denoiser(), d)
 
 
+class SmallerTable(nn.Module):
+    """A config whose vocab_size is larger than the table the ids are looked up in (PaliGemma's says 257152 where its
+    text model has 1000 rows)."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = SimpleNamespace(vocab_size=500)
+        self.embed = nn.Embedding(100, 8)
+
+    def get_input_embeddings(self):
+        return self.embed
+
+    def forward(self, input_ids):
+        return self.embed(input_ids)
+
+
+def test_token_ids_stay_below_the_rows_of_the_table_they_are_looked_up_in():
+    d = _found(SmallerTable())
+    assert d.texts() == ("input_ids:int64[B,T]",) and d.inputs[0].high == 100
+    assert "model.get_input_embeddings().num_embeddings = 100" in str(d.inputs[0].because)
+
+
 class Blocks(nn.Module):
     def __init__(self):
         super().__init__()
