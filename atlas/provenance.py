@@ -418,9 +418,11 @@ def explanation(doc: ModelDoc, comp: Component) -> tuple[str, ...]:
     for s in e.steps:
         if s.section and s.section not in sections:
             sections.append(s.section)
-    if sections:
+    if len(sections) > 1:
         facts.append(msg("Its steps run through %(sections)s, in that order.",
                          sections=tuple(sections)))
+    elif sections:
+        facts.append(msg("Its steps run through %(section)s.", section=sections[0]))
     if e.residuals:
         facts.append(msgn("One of its own steps adds a branch's result back onto the value it started from: "
                           "a residual connection.",

@@ -267,3 +267,10 @@ def test_a_file_outside_version_control_is_said_so_not_as_a_revision(tmp_path):
     claim = doc.components[0].claims[0]
     assert f"`tiny.py` lines {claim.start}–{claim.end} (not under version control)" in page
     assert " at not under version control" not in page and "at not yet committed" not in page
+
+
+def test_steps_through_one_part_say_no_order():
+    """"Its steps run through Encoder, in that order." named one part and an order (a Siamese network's)."""
+    from atlas import pipeline, spec
+    doc = pipeline.document(spec.load(f"{ROOT}/tests/fixtures/models.py:siamese"), pipeline.Settings(cost=False))
+    assert [str(fact) for fact in doc.root.explanation] == ["Its steps run through Encoder."]
