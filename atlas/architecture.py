@@ -300,7 +300,8 @@ def _positional(v) -> bool:
 
 
 _LAYOUT = {"__getitem__", "unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "flatten", "to", "long",
-           "int", "contiguous", "clone", "repeat", "transpose", "permute", "t", "swapaxes", "movedim"}
+           "int", "contiguous", "clone", "repeat", "repeat_interleave", "transpose", "permute", "t", "swapaxes",
+           "movedim"}
 _OFFSET = {"add", "__add__", "__radd__", "__iadd__", "sub", "__sub__"}
 _laid_out, _offset = _through(_LAYOUT), _through(_OFFSET, single=True)
 

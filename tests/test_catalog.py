@@ -45,6 +45,13 @@ def test_grouped_query_rotary_gated(llama):
     assert [(t.value, t.source) for t in a.context] == [(256, "max_position_embeddings")]
 
 
+def test_rotary_positions_on_interleaved_pairs():
+    """GLM-4 (and Helium, Moonshine) rotate interleaved pairs, their cosines and sines repeated element by element
+    (repeat_interleave): the catalog read no positions at all."""
+    a = _doc("tests/fixtures/hf_models.py:glm4").architecture
+    assert [(t.value, t.component) for t in a.positions] == [("rotary", "layers.self_attn")]
+
+
 def test_learned_positions_not_token_types():
     a = _doc(f"{SUITE}:bert").architecture
     assert [(t.value, t.component) for t in a.positions] == [("learned", "embeddings.position_embeddings")]
