@@ -74,6 +74,8 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
         if len(entries) < 2:
             continue
         calls = _entry_calls(root, parent)
+        if root is not None and not calls:      # never run (Chameleon's VQ-VAE on text alone): no layers of it
+            continue
         if _side_by_side(calls) == side_by_side and (not side_by_side or _routed(calls)):
             out.append((members, len(entries)))
     return out
@@ -214,6 +216,9 @@ def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[
             if not isinstance(ev, OpEvent):
                 continue
             table = _position_table(ev)
+            owner = doc.component(by_path[table.owner]) if table is not None and table.owner in by_path else None
+            if owner is not None and "norm" in owner.cls.rsplit(".", 1)[-1].lower():
+                continue                # a norm's gain over heads × features (Chameleon's q_norm), no positions
             if table is not None:
                 source = table.source if table.source is not None else table.obj
                 kind = "learned" if bool(getattr(source, "requires_grad", True)) else "frozen"

@@ -52,6 +52,13 @@ def test_rotary_positions_on_interleaved_pairs():
     assert [(t.value, t.component) for t in a.positions] == [("rotary", "layers.self_attn")]
 
 
+def test_a_norms_gain_is_no_position_table_and_a_list_never_run_no_layers():
+    """Chameleon's q_norm, a LayerNorm over heads × features, adds a [heads, features] bias row by row: the catalog
+    read "learned" positions there; and its VQ-VAE's blocks, never run on text, read as a second stack of layers."""
+    a = _doc("tests/fixtures/models.py:head_normed").architecture
+    assert a.positions == () and [(t.value, t.component) for t in a.layers] == [(2, "layers")]
+
+
 def test_learned_positions_not_token_types():
     a = _doc(f"{SUITE}:bert").architecture
     assert [(t.value, t.component) for t in a.positions] == [("learned", "embeddings.position_embeddings")]
