@@ -16,9 +16,10 @@ def not_called_reason(model: nn.Module, path: str):
     """The reason a page gives for a part the model's forward() never called."""
     methods = other_methods(model, path)
     if methods:
-        return msgn("not called through its forward(): the code uses its %(methods)s, which runs inside the "
-                    "parent's call", "not called through its forward(): the code uses its %(methods)s, which run "
-                    "inside the parent's call", len(methods), methods=tuple(f"`{name}()`" for name in methods))
+        # what the code does, not what this run did: on text alone, Chameleon's image tokenizer's encode() never runs
+        return msgn("not called through its forward(): the parent's code calls its %(methods)s instead",
+                    "not called through its forward(): the parent's code calls its %(methods)s instead",
+                    len(methods), methods=tuple(f"`{name}()`" for name in methods))
     return msg("not called by the model's forward() with the example inputs")
 
 

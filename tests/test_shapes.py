@@ -434,8 +434,8 @@ def test_a_part_used_through_other_methods_is_said_so():
     doc = pipeline.describe(fixture_spec("quantized_autoencoder"))
     codebook = doc.component("codebook")
     assert codebook.shapes.status is ShapeStatus.NOT_CALLED
-    assert codebook.shapes.reason == ("not called through its forward(): the code uses its `encode()` and `decode()`, "
-                                      "which run inside the parent's call")
+    assert codebook.shapes.reason == ("not called through its forward(): the parent's code calls its `encode()` and "
+                                      "`decode()` instead")
     assert doc.root.equations.verification.verified
     assert doc.component("decoder").shapes.status is ShapeStatus.DERIVED
     # a child of the part called past it (OPTForCausalLM's `self.model.decoder(...)`) is no method of the part
