@@ -13,6 +13,7 @@ from atlas import branch_sizes
 from atlas.architecture import stated_contexts
 from atlas.equations.recorded import unbacked
 from atlas.i18n import msg
+from atlas.method_uses import weights_read_by
 from atlas.model import Cost, CostSummary, ModelDoc, ShapeStatus
 from atlas.trace.cost import Costs, activation_bytes
 from atlas.trace.shapes import first_call_of, record_of
@@ -81,8 +82,12 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     out = []
     for comp in doc.components:
         if comp.path in trace.extra:    # recorded on inputs made up for it: no part of a forward
-            out.append(replace(comp, cost_reason=msg("Not counted: the model's forward() does not call it; its shapes "
-                                                     "come from example inputs of its own.")))
+            reader = weights_read_by(trace, comp.path)
+            out.append(replace(comp, cost_reason=msg(
+                "Counted in the cost of %(parent)s, whose own code computes with this part's weights; the model's "
+                "forward() does not call the part itself.", parent=f"`{reader or '(model)'}`") if reader is not None
+                else msg("Not counted: the model's forward() does not call it; its shapes come from example inputs "
+                         "of its own.")))
             continue
         call = first_call_of(trace, model, comp.path)
         if call is None or comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:

@@ -10,6 +10,7 @@ from torch import nn
 
 from atlas.i18n import msg, msgn
 from atlas.source_spans import SourceFiles
+from atlas.trace.structures import refs
 
 
 def not_called_reason(model: nn.Module, path: str):
@@ -51,3 +52,17 @@ def other_methods(model: nn.Module, path: str) -> list[str]:
                     not isinstance(attr, nn.Module) and not hasattr(nn.Module, method):     # a method, no child
                 found.append(method)
     return found
+
+
+def weights_read_by(trace, path: str) -> str | None:
+    """The module path of the call whose own operations compute with the part's parameters, where the forward never
+    calls the part (nn.MultiheadAttention hands its `out_proj`'s weight and bias to F.multi_head_attention_forward);
+    None where no call does."""
+    root = getattr(trace, "root", None)
+    for call in (root.calls() if root is not None else ()):
+        for ev in call.events:
+            for r in refs((getattr(ev, "args", ()), getattr(ev, "kwargs", {}))):
+                owner = r.value.owner if r.value.kind == "param" else None
+                if owner is not None and (owner == path or owner.startswith(path + ".")) and call.path != path:
+                    return call.path
+    return None

@@ -24,7 +24,7 @@ from atlas import inputs as inputs_mod
 from atlas import shapes as probes
 from atlas.errors import AtlasError
 from atlas.i18n import msg, render
-from atlas.method_uses import not_called_reason
+from atlas.method_uses import not_called_reason, weights_read_by
 from atlas.model import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.trace import kinds
 from atlas.trace import run as trace_run
@@ -577,6 +577,10 @@ def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shap
     trace.extra[comp.path] = sub
     on = msg("its declared inputs (%(inputs)s)", inputs=", ".join(own)) if declared else \
         msg("inputs made up from its sizes")
+    reader = weights_read_by(trace, comp.path)
+    if reader is not None:                  # nn.MultiheadAttention's out_proj: its weights are used, not its forward
+        on = msg("%(inputs)s; its weights are used by %(parent)s, whose own code computes with them",
+                 inputs=on, parent=f"`{reader or '(model)'}`")
     return trace_shapes.of_call(sub.root, vocab, "own", on)     # not what the model passes it: pages say so
 
 

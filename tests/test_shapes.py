@@ -453,3 +453,18 @@ def test_a_shift_the_probes_cannot_pin_reads_unknown_not_a_guess():
     assert conv.symbol == "?", conv
     assert shapes.fit([t // 32 for t in (136, 221, 255)], [{"W": t} for t in (136, 221, 255)], vocab).symbol == \
         "floor(W/32)"
+
+
+def test_a_part_whose_weights_its_parent_uses_says_so():
+    """nn.MultiheadAttention hands its out_proj's weight and bias to F.multi_head_attention_forward and never calls
+    it: the page said only that the model's forward() does not call it, and "Not counted", though every FLOP of it
+    is in its parent's count."""
+    from atlas import i18n, pipeline, spec
+    from conftest import ROOT
+    doc = pipeline.document(spec.load(f"{ROOT}/tests/fixtures/golden_models.py:encoder_layer"),
+                            pipeline.Settings(verify=False))
+    out_proj = doc.component("self_attn.out_proj")
+    assert out_proj.shapes.method == "own"
+    assert i18n.render(out_proj.shapes.reason).endswith("its weights are used by `self_attn`, whose own code computes "
+                                                        "with them")
+    assert i18n.render(out_proj.cost_reason).startswith("Counted in the cost of `self_attn`")
