@@ -55,14 +55,17 @@ def other_methods(model: nn.Module, path: str) -> list[str]:
 
 
 def weights_read_by(trace, path: str) -> str | None:
-    """The module path of the call whose own operations compute with the part's parameters, where the forward never
-    calls the part (nn.MultiheadAttention hands its `out_proj`'s weight and bias to F.multi_head_attention_forward);
-    None where no call does."""
+    """The module path of the ancestor whose own operations compute with the part's parameters, where the forward
+    never calls the part (nn.MultiheadAttention hands its `out_proj`'s weight and bias to
+    F.multi_head_attention_forward); None where none does. Another module reading a weight tied to the part's (an
+    embedding sharing an unused head's matrix) computes no part of it."""
     root = getattr(trace, "root", None)
     for call in (root.calls() if root is not None else ()):
+        if not (call.path == "" or path.startswith(call.path + ".")):
+            continue
         for ev in call.events:
             for r in refs((getattr(ev, "args", ()), getattr(ev, "kwargs", {}))):
                 owner = r.value.owner if r.value.kind == "param" else None
-                if owner is not None and (owner == path or owner.startswith(path + ".")) and call.path != path:
+                if owner is not None and (owner == path or owner.startswith(path + ".")):
                     return call.path
     return None
