@@ -17,8 +17,11 @@ from torch import nn
 
 def clear(module: nn.Module) -> None:
     """Empty every cache of the code that defines `module` and the modules inside it (torch's own excepted)."""
-    for cache in _caches({type(m) for m in module.modules()}):
-        cache.cache_clear()
+    emptied = set()
+    for _, _, _, cache in _bindings({type(m) for m in module.modules()}):
+        if id(cache) not in emptied:
+            emptied.add(id(cache))
+            cache.cache_clear()
 
 
 @contextlib.contextmanager
@@ -26,7 +29,9 @@ def uncached(module: nn.Module):
     """The model's cached functions called through, not their caches, while open (see the module's docstring)."""
     undo = []
     for owner, name, obj, cache in _bindings({type(m) for m in module.modules()}):
-        plain = cache.__wrapped__
+        plain = getattr(cache, "__wrapped__", None)
+        if plain is None:                   # a cache that does not say what it wraps stays, emptied before each run
+            continue
         if name is None:                    # a closure's cell: transformers' wrapper around a cached function
             undo.append((owner, None, obj))
             owner.cell_contents = plain
@@ -51,7 +56,7 @@ def uncached(module: nn.Module):
 
 def _bindings(classes) -> list:
     """(a module's globals, a class or a closure's cell; the name bound, or None for a cell; the object bound; the
-    cache) for every cached function the classes' own code binds."""
+    cache) for every cache the classes' own code binds, by name or inside a function's closure."""
     out, seen = [], set()
     for cls in classes:
         if cls.__module__.split(".")[0] == "torch":
@@ -62,12 +67,12 @@ def _bindings(classes) -> list:
         for owner, space in owners:
             for name, obj in list(space.items()):
                 fn = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
-                if _is_cache(fn) and hasattr(fn, "__wrapped__") and (id(owner), name) not in seen:
+                if _is_cache(fn) and (id(owner), name) not in seen:
                     seen.add((id(owner), name))
                     out.append((owner, name, obj, fn))
                 for cell in getattr(fn, "__closure__", None) or ():
                     inner = _content(cell)
-                    if _is_cache(inner) and hasattr(inner, "__wrapped__") and id(cell) not in seen:
+                    if _is_cache(inner) and id(cell) not in seen:
                         seen.add(id(cell))
                         out.append((cell, None, inner, inner))
     return out
@@ -75,26 +80,6 @@ def _bindings(classes) -> list:
 
 def _is_cache(obj) -> bool:
     return callable(getattr(obj, "cache_clear", None)) and hasattr(obj, "cache_info")
-
-
-def _caches(classes) -> list:
-    found, seen = [], set()
-    for cls in classes:
-        if cls.__module__.split(".")[0] == "torch":
-            continue
-        code = sys.modules.get(cls.__module__)
-        spaces = [vars(code)] if code is not None else []
-        spaces += [vars(c) for c in cls.__mro__ if c.__module__ == cls.__module__]
-        for space in spaces:
-            for obj in list(space.values()):
-                fn = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
-                cells = getattr(fn, "__closure__", None) or ()
-                for candidate in (fn, *(_content(c) for c in cells)):
-                    if callable(getattr(candidate, "cache_clear", None)) and hasattr(candidate, "cache_info") \
-                            and id(candidate) not in seen:
-                        seen.add(id(candidate))
-                        found.append(candidate)
-    return found
 
 
 def _content(cell):

@@ -101,8 +101,8 @@ def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, obj
     made_in: dict = {}              # op event -> the path of the call it ran in, made at the first state tensor
     out: dict[str, object] = {}
     seen: set = set()
-    returned = {tuple(id(r.value.obj) for r in refs(call.out)) for call in (rec.root.calls() if rec.root else ())
-                if call is not rec.root and len(refs(call.out)) > 1}        # child calls' outputs of several tensors
+    outs = (refs(call.out) for call in (rec.root.calls() if rec.root else ()) if call is not rec.root)
+    returned = {tuple(id(r.value.obj) for r in rs) for rs in outs if len(rs) > 1}  # children's outputs of several
 
     def add(tensor: torch.Tensor) -> None:
         if not made_in and rec.root is not None:
