@@ -52,8 +52,8 @@ def _join(path: str, child: str) -> str:
     return f"{path}.{child}" if path else child
 
 
-def _seq(batch_first: bool, width: int) -> tuple:
-    return ("B", "T", width) if batch_first else ("T", "B", width)
+def _seq(batch_first: bool, width: int, length: str = "T") -> tuple:
+    return ("B", length, width) if batch_first else (length, "B", width)
 
 
 def _code(name: str) -> str:
@@ -65,7 +65,8 @@ def _says(where: Text, setting: str) -> Text:
     return msg("%(layer)s: %(setting)s", layer=where, setting=setting)
 
 
-# The mask parameters of torch's attention layers: the positions they span, T the queries' (S a decoder's memory's).
+# The mask parameters of torch's attention layers: the positions they span, T the queries' (S a decoder's memory's;
+# nn.MultiheadAttention's masks span its keys, tried at S positions first).
 # A padding mask is boolean, true where a key is left out; an attention mask additive, so that no example of it
 # leaves a query with no key to attend to.
 _MASKS = {"key_padding_mask": ("bool", ("B", "T")), "src_key_padding_mask": ("bool", ("B", "T")),
@@ -96,8 +97,11 @@ def _layer_candidates(consumer: Consumer, model: nn.Module, float_dtype: str) ->
     rank = consumer.rank
     if isinstance(m, _MASKED) and consumer.argument in _MASKS:
         dtype, dims = _MASKS[consumer.argument]
-        return [Candidate(dtype or float_dtype, dims, msg("%(layer)s: a mask, its %(argument)s argument",
-                                                          layer=where, argument=_code(consumer.argument)))]
+        because = msg("%(layer)s: a mask, its %(argument)s argument", layer=where, argument=_code(consumer.argument))
+        options = [dims]
+        if isinstance(m, nn.MultiheadAttention):        # over its keys: S positions first, T where they are the queries
+            options = [tuple("S" if i == len(dims) - 1 else d for i, d in enumerate(dims)), dims]
+        return [Candidate(dtype or float_dtype, d, because) for d in options]
     if isinstance(m, (nn.Embedding, nn.EmbeddingBag)):
         dims = _ranked(rank, [("B", "T"), ("B",)])
         setting = f"num_embeddings = {m.num_embeddings}"
@@ -137,10 +141,16 @@ def _layer_candidates(consumer: Consumer, model: nn.Module, float_dtype: str) ->
                        flag="batch_first=False"))
         return [Candidate(float_dtype, _seq(m.batch_first, m.input_size), because)]
     if isinstance(m, nn.MultiheadAttention):
+        if consumer.argument in ("key", "value"):       # what is attended to: kdim and vdim wide, S positions long
+            setting = "kdim" if consumer.argument == "key" else "vdim"
+            width = getattr(m, setting)
+            return [Candidate(float_dtype, _seq(m.batch_first, width, length), _says(where, f"{setting} = {width}"))
+                    for length in ("S", "T")]       # T where the code needs the queries' length (self-attention)
         return [Candidate(float_dtype, _seq(m.batch_first, m.embed_dim), _says(where, f"embed_dim = {m.embed_dim}"))]
     if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
         attn = m.self_attn
-        return [Candidate(float_dtype, _seq(attn.batch_first, attn.embed_dim),
+        length = "S" if consumer.argument == "memory" else "T"     # a decoder's memory: the source's positions
+        return [Candidate(float_dtype, _seq(attn.batch_first, attn.embed_dim, length),
                           _says(where, f"d_model = {attn.embed_dim}"))]
     if isinstance(m, (nn.TransformerEncoder, nn.TransformerDecoder)) and len(m.layers):
         return candidates(Consumer(_join(consumer.path, "layers.0"), m.layers[0], rank=rank), model, float_dtype)

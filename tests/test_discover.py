@@ -317,7 +317,7 @@ def test_torch_transformer_inputs_name_the_layer_each_reaches():
 def test_required_inputs_only_and_every_required_one():
     mha = nn.MultiheadAttention(12, 3)
     d = _found(mha)
-    assert d.texts() == ("query:float32[T,B,12]", "key:float32[T,B,12]", "value:float32[T,B,12]")
+    assert d.texts() == ("query:float32[T,B,12]", "key:float32[S,B,12]", "value:float32[S,B,12]")
     assert _found(Helper()).texts() == ("x:float32[B,7]",)                # `scale` has a default
 
 
@@ -728,3 +728,49 @@ def test_a_text_and_audio_model_gets_a_spectrogram_image_and_lengths_of_its_own(
     text, audio = doc.component("text_projection"), doc.component("audio_projection")
     assert [str(d.symbol or d.value) for d in text.shapes.outputs[0].dims] == ["B", "32"]
     assert [str(d.symbol or d.value) for d in audio.shapes.outputs[0].dims] == ["B", "32"]
+
+
+class MemoryAttention(nn.Module):
+    """Queries 64 wide attending to a memory 32 wide, of a length of its own (nn.MultiheadAttention's kdim, vdim)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(64, 4, kdim=32, vdim=32, batch_first=True)
+
+    def forward(self, x, memory):
+        return self.attn(x, memory, memory)[0]
+
+
+def test_keys_and_values_take_kdim_and_vdim_and_a_length_of_their_own():
+    """What is attended to is as wide as kdim and vdim say, S positions long (it was given embed_dim, and the
+    forward failed: "expecting key weights shape of (64, 64)")."""
+    d = _found(MemoryAttention())
+    assert d.texts() == ("x:float32[B,T,64]", "memory:float32[B,S,32]")
+    assert "kdim = 32" in d.inputs[1].because
+    assert _found(nn.MultiheadAttention(8, 2, kdim=4, vdim=6)).texts() == (
+        "query:float32[T,B,8]", "key:float32[S,B,4]", "value:float32[S,B,6]")
+    assert _meta(MemoryAttention())
+
+
+class PaddedSelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.attn = nn.MultiheadAttention(32, 4, batch_first=True)
+
+    def forward(self, ids, pad_mask):
+        x = self.emb(ids)
+        return self.attn(x, x, x, key_padding_mask=pad_mask)[0]
+
+
+def test_a_padding_mask_spans_the_keys_and_they_may_be_the_queries():
+    """nn.MultiheadAttention's padding mask spans its keys: S positions first; where the keys are the queries,
+    as in self-attention, the mask over S fails and the one over T is taken, and the model's page says so."""
+    from atlas import pipeline, spec
+    d = _found(PaddedSelfAttention())
+    assert d.choices()[:2] == [("ids:int64[B,T]", "pad_mask:bool[B,S]"), ("ids:int64[B,T]", "pad_mask:bool[B,T]")]
+    doc = pipeline.document(spec.Loaded("inline", PaddedSelfAttention(), None), pipeline.Settings(cost=False))
+    mask = doc.root.shapes.inputs[1]
+    assert (mask.name, [x.symbol for x in mask.dims]) == ("pad_mask", ["B", "T"])
+    assert any("pad_mask:bool[B,S], with which forward() failed" in str(n) for n in doc.input_notes)
+    assert doc.component("attn").equations.status.name == "DERIVED"

@@ -231,6 +231,8 @@ LEAVES = [
     # one unbatched sequence, [T, features]: torch runs it as a batch of one, whatever batch_first says
     (nn.LSTM(5, 6, num_layers=2, batch_first=True), "float32[T,5]"), (nn.GRU(5, 6, bidirectional=True), "float32[T,5]"),
     (nn.MultiheadAttention(8, 2, batch_first=True), "unbatched"),
+    # keys and values of widths of their own: a projection weight each
+    (nn.MultiheadAttention(8, 2, batch_first=True, kdim=4, vdim=6), None),
 ]
 
 
@@ -244,7 +246,9 @@ def _leaf_doc(module, inputs):
 def test_leaf_registry(module, shape):
     if isinstance(module, nn.MultiheadAttention):
         order = "T" if shape == "unbatched" else "B,T" if module.batch_first else "T,B"
-        inputs = [f"query:float32[{order},8]", f"key:float32[{order},8]", f"value:float32[{order},8]"]
+        memory = order.replace("T", "S")
+        inputs = [f"query:float32[{order},8]", f"key:float32[{memory},{module.kdim}]",
+                  f"value:float32[{memory},{module.vdim}]"]
     else:
         inputs = [f"input:{shape}"]
     doc = _leaf_doc(module, inputs)

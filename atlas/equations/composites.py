@@ -17,8 +17,8 @@ from atlas.i18n import msg
 
 def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):
     mod = b.module
-    if not mod._qkv_same_embed_dim or mod.bias_k is not None or mod.add_zero_attn:
-        raise Unsupported(msg("MultiheadAttention with separate key/value sizes, bias_k or add_zero_attn"))
+    if mod.bias_k is not None or mod.add_zero_attn:
+        raise Unsupported(msg("MultiheadAttention with bias_k or add_zero_attn"))
     named = b.named
     if masks and not named:             # by position alone, an attention mask and a padding mask look alike
         raise Unsupported(msg("%(layer)s called with a mask", layer="MultiheadAttention"))
@@ -36,15 +36,20 @@ def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):
     E = mod.embed_dim
     path = b.path
 
-    def part(name, base, i, transpose):
+    def part(name, base, i, transpose, whole=False):
+        """Rows i·E to (i + 1)·E of a packed tensor; `whole`: a tensor of its own."""
         tensor = getattr(mod, name, None)
         if tensor is None:
             return None
-        key_ = f"p.{path}.{name}.{i}" if path else f"p.{name}.{i}"
-        b.prog.add(key_, "param", ("param", path, name, transpose, (i * E, (i + 1) * E)), base=base, role=b.attr)
+        key_ = (f"p.{path}.{name}" if path else f"p.{name}") + ("" if whole else f".{i}")
+        rows = None if whole else (i * E, (i + 1) * E)
+        b.prog.add(key_, "param", ("param", path, name, transpose, rows), base=base, role=b.attr)
         return Sym(key_)
 
-    wq, wk, wv = (part("in_proj_weight", f"W_{s}", i, True) for i, s in enumerate("QKV"))
+    if mod._qkv_same_embed_dim:
+        wq, wk, wv = (part("in_proj_weight", f"W_{s}", i, True) for i, s in enumerate("QKV"))
+    else:                               # kdim or vdim set: a weight each, E × kdim and E × vdim
+        wq, wk, wv = (part(f"{s.lower()}_proj_weight", f"W_{s}", i, True, whole=True) for i, s in enumerate("QKV"))
     bq, bk, bv = (part("in_proj_bias", f"b_{s}", i, False) for i, s in enumerate("QKV"))
     out_path = f"{path}.out_proj" if path else "out_proj"
     out = LeafBuilder(mod.out_proj, b.prog, out_path, None)
