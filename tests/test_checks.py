@@ -223,3 +223,14 @@ def test_experts_whose_first_is_not_called_are_still_experts_in_the_catalog():
     experts = doc.component("experts")
     assert experts.lead == 1 and [t.value for t in doc.architecture.experts] == [4]
     assert doc.architecture.layers == ()
+
+
+def test_a_mismatch_names_where_forward_read_its_data(capsys):
+    """forward() decides its path from its data where the record, on fake tensors, took the other one (PaliGemma's
+    mask, transformers' is_tracing): the failure still exits 1, and says which line of the model's code read the
+    data (it said only "differ by 1.26")."""
+    code = main(["describe", f"{CHECKS}:tracing_aware", "--json", "--verify"])
+    err = capsys.readouterr().err
+    line = next(n for n, text in enumerate(CHECKS.read_text().splitlines(), 1) if "bool(torch.isfinite(h).all())" in text)
+    assert code == 1 and "(model): the equations differ from forward() by" in err
+    assert f"forward() decides its path from its data (`bool()` at checks.py:{line})" in err

@@ -9,7 +9,13 @@ same path. Floats read (a scale, a norm) decide no path: any input changes them.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from torch.overrides import TorchFunctionMode
+
+_TORCH = Path(__import__("torch").__file__).resolve().parent.as_posix() + "/"
+_ATLAS = Path(__file__).resolve().parent.parent.as_posix() + "/"
 
 _READS = frozenset({"__bool__", "item", "tolist", "__int__", "__index__", "equal", "allclose",
                     "is_nonzero", "__contains__"})
@@ -21,12 +27,15 @@ class DataReads(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.values: list[tuple[str, object]] = []
+        self.sites: list[tuple[str, str]] = []      # (what was called, "file.py:line" of the model's code reading)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         name = getattr(func, "__name__", "")
         if name in _READS:
             self.values.append((name, out))
+            if _decides(out):
+                self.sites.append((name, _site()))
         return out
 
     @property
@@ -39,3 +48,14 @@ def _decides(value) -> bool:
     if isinstance(value, (bool, int)):
         return True
     return isinstance(value, list) and all(_decides(v) for v in value)
+
+
+def _site() -> str:
+    """The line of the model's code (outside torch and atlas's machinery) that read the data."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        file = Path(frame.f_code.co_filename).resolve().as_posix()
+        if not file.startswith(_TORCH) and (not file.startswith(_ATLAS) or file.startswith(_ATLAS + "zoo/")):
+            return f"{Path(file).name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"

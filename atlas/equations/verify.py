@@ -178,6 +178,7 @@ class _Run(NamedTuple):
     state: object                       # torch's random state forward() started from
     reads: list                         # the path it decided from its data, where watched (data_reads)
     converted: bool = False             # it ran, but converted tensors of its own out of the check's dtype
+    sites: tuple = ()                   # where it read its data, where watched: ("__bool__", "file.py:line")
 
 
 def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, seed: int, working: str,
@@ -207,9 +208,9 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
             return _Run(inst, made, None, None, msg("forward() converts its own %(names)s from %(dtype)s to another "
                                                     "dtype", names=[f"`{n}`" for n in converted],
                                                     dtype=str(dtype).removeprefix("torch.")), None, reads.path, True)
-        return _Run(inst, made, named, out, None, state, reads.path)
+        return _Run(inst, made, named, out, None, state, reads.path, sites=tuple(reads.sites))
     except Exception as exc:  # forward() does not run on these inputs
-        return _Run(inst, made, None, None, where(exc), None, reads.path)
+        return _Run(inst, made, None, None, where(exc), None, reads.path, sites=tuple(reads.sites))
 
 
 def _dtypes(module: nn.Module) -> dict:
@@ -328,6 +329,13 @@ def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verifica
             "not compared: forward() gives different outputs on the same inputs and weights (it draws random numbers "
             "torch's seed does not fix)"))
     error, tolerance = f"{worst:.3g}", f"{tol:g}"
+    reads = forward(remake_floats=run.made.remake_floats, watch=True).sites
+    if reads:               # the path forward() takes may not be the recorded one (a library's check for tracing)
+        places = list(dict.fromkeys(f"`{name.strip('_')}()` at {site}" for name, site in reads))
+        return Verification(False, max_error=worst, tolerance=tol, dtype=dname, note=note, reason=msg(
+            "the equations differ from forward() by %(error)s (tolerance %(tolerance)s); forward() decides its path "
+            "from its data (%(reads)s), and the equations follow the path of the recorded run, which may not be the "
+            "one it takes", error=error, tolerance=tolerance, reads=places[:3]))
     return Verification(False, max_error=worst, tolerance=tol, dtype=dname, note=note,
                         reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
                                    error=error, tolerance=tolerance))
