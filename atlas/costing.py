@@ -95,9 +95,9 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
             continue
         flops, causal, uncounted = costs.of(call)
         saved = record_of(trace, comp.path).saved
-        act = activation_bytes(call, saved, first_for, totals)
-        flops, causal, act = held(flops), held(causal), held(act)
-        depends = _data_dependent(flops, causal, act)
+        act = activation_bytes(call, saved, first_for, totals) if saved is not None else None   # ran without autograd
+        flops, causal, act = held(flops), held(causal), None if act is None else held(act)
+        depends = _data_dependent(flops, causal, *(() if act is None else (act,)))
         if depends:                                 # tokens per expert: no figure holds at the reference sizes
             out.append(replace(comp, cost_reason=msg(
                 "Not counted: one forward's cost depends on sizes the data decides as the forward runs, not on the "
@@ -110,7 +110,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         calls, every = calls_of.get(comp.path, ()), None
         if len(calls) > 1:
             every = held(comp.instances * sum((costs.of(c)[0] for c in calls), sympy.Integer(0)))
-        out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), str(act),
+        out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), None if act is None else str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call),
                                            comp.instances * max(len(calls), 1), None if every is None else str(every))))
     doc = replace(doc, components=tuple(out))

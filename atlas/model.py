@@ -203,7 +203,8 @@ class Cost:
 
     flops: str                      # contractions, 2 per multiply-add: one forward of one instance (or the model)
     flops_causal: str | None = None     # the same with causal attention computing T(T+1)/2 pairs; None if none
-    activation_bytes: str = "0"     # saved for the backward pass (see README for what is assumed)
+    activation_bytes: str | None = "0"  # saved for the backward pass (see README for what is assumed); None: not
+                                        # measured, the forward ran only without autograd
     uncounted: tuple[str, ...] = ()     # operations whose arithmetic is not counted in `flops`
     attention: str | None = None    # how attention ran inside it ("fused", "explicit", "both"); None: it has none
     calls: int = 1                  # its calls in one forward, every instance's together

@@ -1,6 +1,7 @@
 """Cost: FLOPs equal torch's FlopCounterMode for every contraction, symbolically; causal counts by hand;
 activation bytes against MemTracker."""
 
+import json
 import os
 import re
 
@@ -20,6 +21,7 @@ from conftest import ROOT
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 B, T = sympy.Symbol("B", positive=True, integer=True), sympy.Symbol("T", positive=True, integer=True)
 SUITE = ROOT / "tests" / "fixtures" / "hf_suite.py"
+FIXTURES = ROOT / "tests" / "fixtures" / "models.py"
 
 
 def _cpu_flash(query, key, value, *args, out_shape=None, **kwargs):
@@ -606,3 +608,32 @@ def test_an_encoder_decoders_source_length_has_its_own_limit():
     assert dict(costing.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 64, "S": 256}
     model.config = SimpleNamespace(max_position_embeddings=512)
     assert dict(costing.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 512, "S": 512}
+
+
+def _saved_bytes(model, x) -> int:
+    """What autograd saves in one forward of `model` in evaluation mode, each storage once, weights left out."""
+    weights = {p.untyped_storage()._cdata for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage._cdata not in weights:
+            seen[storage._cdata] = storage.nbytes()
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model.eval()(x)
+    return sum(seen.values())
+
+
+def test_a_record_on_the_cpu_counts_what_autograd_saves(capsys):
+    """A forward that runs only on a CPU copy (it reads its input through NumPy) is recorded with gradients on, as
+    the symbolic run is: its activation memory is what autograd saves (it read 0 B: Longformer's page said
+    "M = 0"). One that runs only without gradients says its memory was not measured."""
+    from fixtures.models import reads_numpy
+    assert main(["describe", f"{FIXTURES}:reads_numpy", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    B = data["cost_reference"]["pinned"]["B"]
+    assert int(data["totals"]["cost"]["activation_bytes"]) == _saved_bytes(reads_numpy(), torch.randn(B, 4)) == 16 * B
+    assert main(["describe", f"{FIXTURES}:writes_its_weight", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"]["cost"]["activation_bytes"] is None and int(data["totals"]["cost"]["flops"]) == 32 * B

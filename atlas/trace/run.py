@@ -285,16 +285,34 @@ def _fake_like(t: torch.Tensor, mode) -> torch.Tensor:
 
 
 def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -> Trace:
-    """Run `model` on concrete tensors (meta or CPU): sizes are ints."""
+    """Run `model` on concrete tensors (meta or CPU): sizes are ints. Gradients on, as in the symbolic run, so that
+    what autograd saves for the backward pass is recorded (it read 0 bytes); a forward that runs only without them
+    (an in-place write into a weight) is recorded so, its saved bytes unknown (`saved` None)."""
+    trace = _concrete(model, example, device, names, grad=True)
+    if trace.error is None:
+        return trace
+    again = _concrete(model, example, device, names, grad=False)
+    if again.error is not None:
+        return trace
+    again.saved = None
+    return again
+
+
+def _concrete(model: nn.Module, example: dict, device: str, names: bool, grad: bool) -> Trace:
     rec = Recorder(model, lambda s: int(s) if isinstance(s, (int, torch.SymInt)) else s, names=names)
     error = None
-    with kept_state(model), evaluation(model), torch.no_grad(), rec:
+    if grad:
+        rec.note_weights()
+    saving = rec.saving() if grad else contextlib.nullcontext()
+    with kept_state(model), evaluation(model), torch.enable_grad() if grad else torch.no_grad(), saving, rec:
         rec.register_inputs(example)
         try:
             _call(model, example)
         except Exception as exc:  # the record keeps every call that finished before it
             error = where(exc)
-    return Trace(rec.root, rec.values, {}, {}, False, device, _working_dtype(model), error)
+    trace = Trace(rec.root, rec.values, {}, {}, False, device, _working_dtype(model), error)
+    trace.saved = rec.saved
+    return trace
 
 
 class RecordTimeout(Exception):

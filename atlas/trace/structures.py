@@ -152,7 +152,8 @@ class Trace:
     specialized_at: tuple = ()      # "T = 6 (zoo.py:459)": each of them, its value and where it was fixed
     pinned_at_one: tuple = ()       # the ones pinned because a size made from them was 1 there (a 1 x 1 map)
     extra: dict = field(default_factory=dict)   # module path -> its own record (a module the model never calls)
-    saved: dict = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward pass
+    saved: dict | None = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward
+                                                    # pass; None where the forward ran only without autograd
     assumed: dict = field(default_factory=dict)  # unbacked symbol name (u0) -> the value the run assumed for it
     upper: dict = field(default_factory=dict)    # symbol name -> (the largest size the code allows, file:line)
     conditions: tuple = ()          # (a condition on the sizes a branch took, file:line): the record holds there
