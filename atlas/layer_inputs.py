@@ -160,8 +160,12 @@ def _layer_candidates(consumer: Consumer, model: nn.Module, float_dtype: str) ->
 
 
 def _label(consumer: Consumer) -> Text:
-    """Which layer, and how it was found: "the first layer it reaches `fc1`, Linear(in_features=3, ...)"."""
+    """Which layer, and how it was found: "the first layer it reaches `fc1`, Linear(in_features=3, ...)"; a
+    functional call on a weight: "F.linear in `layers.0`"."""
     m = consumer.module
+    if m is None:
+        call = f"F.{consumer.function}"
+        return msg("%(function)s in %(path)s", function=call, path=_code(consumer.path)) if consumer.path else call
     text = f"{type(m).__name__}({m.extra_repr()})"
     if len(text) > 60:
         text = type(m).__name__

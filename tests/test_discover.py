@@ -774,3 +774,36 @@ def test_a_padding_mask_spans_the_keys_and_they_may_be_the_queries():
     assert (mask.name, [x.symbol for x in mask.dims]) == ("pad_mask", ["B", "T"])
     assert any("pad_mask:bool[B,S], with which forward() failed" in str(n) for n in doc.input_notes)
     assert doc.component("attn").equations.status.name == "DERIVED"
+
+
+class ReshapedFunctional(nn.Module):
+    """A layer of raw weights (a KAN layer's): its input reshaped to rows of in_features, then F.linear."""
+
+    def __init__(self, i: int = 4, o: int = 3):
+        super().__init__()
+        self.in_features = i
+        self.weight = nn.Parameter(torch.randn(o, i))
+
+    def forward(self, x):
+        x = x.reshape(-1, self.in_features)
+        return F.linear(x, self.weight)
+
+
+class ReshapedFunctionals(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([ReshapedFunctional()])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_a_view_before_a_functional_call_names_the_call():
+    """The code's view of an input before F.linear on a weight of its own (it crashed: the view's sentence read the
+    layer's name off a module, and a functional call has none)."""
+    d = _found(ReshapedFunctionals())
+    assert d.texts() == ("x:float32[B,4]",)
+    assert "before F.linear in `layers.0`: 4 values a batch row" in str(d.inputs[0].because)
+    assert _found(ReshapedFunctional()).texts() == ("x:float32[B,4]",)
