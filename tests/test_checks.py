@@ -234,3 +234,15 @@ def test_a_mismatch_names_where_forward_read_its_data(capsys):
     line = next(n for n, text in enumerate(CHECKS.read_text().splitlines(), 1) if "bool(torch.isfinite(h).all())" in text)
     assert code == 1 and "(model): the equations differ from forward() by" in err
     assert f"forward() decides its path from its data (`bool()` at checks.py:{line})" in err
+
+
+def test_a_weight_normed_layer_is_copied_and_checked(capsys):
+    """torch.nn.utils.weight_norm keeps its computed weight as a tensor autograd made, which torch's deepcopy
+    refuses: the check's copy of the model crashed with a traceback."""
+    from torch import nn
+    from torch.nn.utils import weight_norm
+
+    from atlas import pipeline
+    layer = weight_norm(nn.Conv1d(4, 4, 3, padding=1))
+    doc = pipeline.document(spec.Loaded("inline", layer, None), pipeline.Settings(cost=False))
+    assert doc.root.equations.verification.verified, doc.root.equations.verification.reason
