@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 
-def copied(model: nn.Module) -> nn.Module:
+def deep_copy(model: nn.Module) -> nn.Module:
     memo: dict = {}
     for module in model.modules():
         for value in vars(module).values():

@@ -32,7 +32,7 @@ from atlas import code_caches
 from atlas.discover import Discovery, discover
 from atlas.errors import site_of, where
 from atlas.inputs import parse_input
-from atlas.module_copy import copied
+from atlas.module_copy import deep_copy
 from atlas.trace.symbolic import AssumingShapeEnv as _ShapeEnv
 from atlas.trace.symbolic import Decompose as _Decompose
 from atlas.trace.symbolic import guard_site
@@ -83,7 +83,7 @@ def _prepared(model: nn.Module, dtype: str | None, mode: str) -> nn.Module:
     move = mode == "meta" and _device(model).type != "meta"
     if dtype is None and not move:
         return model
-    target = copied(model)
+    target = deep_copy(model)
     if move:
         target = target.to("meta")
     return target.to(getattr(torch, dtype)) if dtype is not None else target

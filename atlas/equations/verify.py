@@ -37,7 +37,7 @@ from atlas.equations.recorded import bound_arguments, shape_symbols, unbacked
 from atlas.errors import where
 from atlas.i18n import msg
 from atlas.model import Verification
-from atlas.module_copy import copied
+from atlas.module_copy import deep_copy
 from atlas.trace.structures import Call, Size, leaves, refs
 
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
@@ -89,7 +89,7 @@ def _fill(t: torch.Tensor, pool: torch.Tensor, offset: int) -> None:
 def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
     """A CPU copy of one instance with values cut from a seeded pool, not drawn by each layer's own init:
     matrices uniform with variance 1/fan_in (as informative as normal), gains and biases near one."""
-    inst = copied(module)
+    inst = deep_copy(module)
     inst.to(dtype) if any(t.device.type == "meta" for t in inst.parameters()) else None   # free on the meta device
     inst = inst.to_empty(device="cpu")
     _retie(module, inst)
