@@ -549,3 +549,31 @@ def test_noise_drawn_in_the_default_dtype_is_checked_in_the_checks_precision():
     should be the same", and a correct model (VITS) exited 1."""
     doc = pipeline.describe(fixture_spec("drawn_noise"))
     assert all(c.equations.verification.verified for c in doc.components)
+
+
+class PaddedEncoderClassifier(nn.Module):
+    """torch's TransformerEncoder given a padding mask made from the tokens, as a text classifier is written."""
+
+    def __init__(self, d: int = 16):
+        super().__init__()
+        self.emb = nn.Embedding(50, d, padding_idx=0)
+        layer = nn.TransformerEncoderLayer(d, 2, 32, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2)
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, tokens):
+        mask = tokens == 0
+        x = self.encoder(self.emb(tokens), src_key_padding_mask=mask)
+        return self.head(x.masked_fill(mask.unsqueeze(-1), 0).sum(1))
+
+
+def test_an_encoder_given_a_padding_mask_is_recorded():
+    """nn.TransformerEncoder asks whether the padding mask is left-aligned before its nested-tensor fast path, an
+    op no fake tensor can answer: the symbolic record stopped there (the helper's classifier got shapes for 1 of 14
+    components; this one fell back to forwards at concrete sizes)."""
+    doc = pipeline.document(spec.Loaded("inline", PaddedEncoderClassifier().eval(), None), pipeline.Settings())
+    assert all(c.shapes.status.name == "DERIVED" and c.shapes.method in ("fake", "own") for c in doc.components)
+    assert len(doc.input_notes) == 1 and "inferred" in doc.input_notes[0]
+    for cid in ("encoder", "encoder.layers", "encoder.layers.self_attn", ""):
+        e = doc.component(cid).equations
+        assert e.status is EquationStatus.DERIVED and e.verification.verified, (cid, e.reason)

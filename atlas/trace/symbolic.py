@@ -117,6 +117,12 @@ class AssumingShapeEnv(ShapeEnv):
 _ROUNDINGS = (Mod, PythonMod, sympy.Mod, FloorDiv, CeilDiv, sympy.floor, sympy.ceiling)
 
 
+# Checks of a tensor's data whose only use is to choose torch's fused fast path, with their answer that keeps to
+# the plain one: nn.TransformerEncoder asks whether a padding mask is left-aligned before it would turn its input
+# into a nested tensor, which it does only without gradients, and the record runs with them.
+_FAST_PATH_CHECKS = {torch.ops.aten._nested_tensor_from_mask_left_aligned.default: False}
+
+
 class Decompose(TorchDispatchMode):
     """Runs ops whose meta kernels are not symbolic through their Python decompositions."""
 
@@ -126,6 +132,9 @@ class Decompose(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in _FAST_PATH_CHECKS:       # no fake tensor has the data to answer: the answer that runs the math
+            self._note(func)
+            return _FAST_PATH_CHECKS[func]
         if func in DECOMPOSE:
             self._note(func)
             return decomposition_table[func](*args, **kwargs)
