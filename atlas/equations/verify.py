@@ -200,7 +200,7 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
         named = bound_arguments(inst, args, kwargs)
         own_args, own_kwargs = copies((args, kwargs))
         state = torch.random.get_rng_state()
-        before = _dtypes(inst)
+        before, sums = _dtypes(inst), _sums(inst)
         with torch.no_grad(), (reads if watch else contextlib.nullcontext()):
             out = flat(inst(*own_args, **own_kwargs))
         converted = sorted(name for name, kind in _dtypes(inst).items() if name in before and kind != before[name])
@@ -208,9 +208,18 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
             return _Run(inst, made, None, None, msg("forward() converts its own %(names)s from %(dtype)s to another "
                                                     "dtype", names=[f"`{n}`" for n in converted],
                                                     dtype=str(dtype).removeprefix("torch.")), None, reads.path, True)
+        if _sums(inst) != sums:     # it wrote into its own weights (PixelCNN's `weight.data *= mask`): the
+            inst = materialize(module, dtype, seed)     # equations start from them as forward() did, on a new copy
         return _Run(inst, made, named, out, None, state, reads.path, sites=tuple(reads.sites))
     except Exception as exc:  # forward() does not run on these inputs
         return _Run(inst, made, None, None, where(exc), None, reads.path, sites=tuple(reads.sites))
+
+
+def _sums(module: nn.Module) -> list[float]:
+    """A checksum of each parameter and buffer: a write into one through `.data`, which no version counter sees,
+    changes it."""
+    return [float(t.detach().abs().sum()) if t.is_floating_point() or t.is_complex() else float(t.sum())
+            for t in itertools.chain(module.parameters(), module.buffers())]
 
 
 def _dtypes(module: nn.Module) -> dict:
