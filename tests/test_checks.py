@@ -257,3 +257,18 @@ def test_a_forward_that_writes_into_its_weights_is_checked_from_where_it_started
     assert code == 0, out.err
     comps = {c["id"]: c for c in json.loads(out.out)["components"]}
     assert verified(comps[""]) and verified(comps["net.1"])
+
+
+def test_a_child_registered_twice_is_the_call_of_both_its_names(capsys):
+    """`self.conv1` is also `self.net[0]`, and the forward runs `self.net`: the calls were named `conv1`, so the
+    Sequential's equations looked for `conv1` inside it and "did not run" (exit 1), and `net.0` and `net.1` read
+    "not called by forward", the ReLU at a made-up [B, T]."""
+    code = main(["describe", f"{CHECKS}:aliased_blocks", "--json", "--verify"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    comps = {c["id"]: c for c in json.loads(out.out)["components"]}
+    for cid in ("0.conv1", "0.relu1", "0.net", "0.net.0", "0.net.1", ""):
+        assert verified(comps[cid]), cid
+        assert comps[cid]["shapes"]["method"] == "fake", cid
+    relu = comps["0.net.1"]["outputs"][0]["shape"]
+    assert [d["symbol"] if isinstance(d, dict) else d for d in relu] == ["B", 4, "T"]

@@ -124,7 +124,7 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
         why = comp.shapes.reason if comp.shapes else msg("no shapes")
         return Equations(EquationStatus.NOT_DERIVED,
                          reason=msg("no example inputs reach this component (%(why)s)", why=why)), comp.summary
-    call = first_call_of(trace, None, comp.path) if trace is not None else None
+    call = first_call_of(trace, None, comp.path, module) if trace is not None else None
     if call is None:
         return Equations(EquationStatus.NOT_DERIVED, reason=msg("the record has no complete call of this component")), \
             comp.summary

@@ -358,7 +358,7 @@ class Recorder(TorchFunctionMode):
             for t in _tensors((args, kwargs)):
                 if self.by_id.get(id(t)) is None or self.by_id[id(t)].obj is not t:
                     self.value_of(t)
-            path = self._paths.get(id(module), "?")
+            path = self._through(module, self._paths.get(id(module), "?"))
             call = Call(module, path, tuple(self.encode(args)), self.encode(kwargs),
                         parent=self.stack[-1] if self.stack else None)
             if self.stack:
@@ -369,6 +369,17 @@ class Recorder(TorchFunctionMode):
         finally:
             self.paused -= 1
         return None
+
+    def _through(self, module, path: str) -> str:
+        """A module registered twice (TCN's `self.conv1`, also `self.net[0]`) is named by the parent that calls it:
+        `net.0` when the Sequential runs it, not the name it was registered under first."""
+        parent = self.stack[-1] if self.stack else None
+        if parent is None or parent.module is None or path.rpartition(".")[0] == parent.path:
+            return path
+        names = [name for name, child in parent.module._modules.items() if child is module]
+        if not names or parent.path == "?":
+            return path
+        return f"{parent.path}.{names[0]}" if parent.path else names[0]
 
     def _leave(self, module, args, kwargs, output):
         self.paused += 1

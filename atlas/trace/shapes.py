@@ -85,7 +85,9 @@ def record_of(trace: Trace, path: str) -> Trace:
     return trace.extra.get(path, trace)
 
 
-def first_call_of(trace: Trace, model: nn.Module, path: str) -> Call | None:
+def first_call_of(trace: Trace, model: nn.Module, path: str, module: nn.Module | None = None) -> Call | None:
+    """The first complete call of the module at `path` (given, or looked up in `model`), under that path or, for a
+    module registered twice, under its other one."""
     if path in trace.extra:
         own = trace.extra[path]
         return own.root if own.root is not None and own.root.failed is None and own.root.out is not None else None
@@ -94,4 +96,11 @@ def first_call_of(trace: Trace, model: nn.Module, path: str) -> Call | None:
         calls = trace.first_calls()
         trace._first = calls
     call = calls.get(path)
+    if call is None and module is None and model is not None and path:
+        try:
+            module = model.get_submodule(path)
+        except AttributeError:
+            module = None
+    if call is None and module is not None:             # a module registered twice, called under its other name
+        call = next((c for c in calls.values() if module is not None and c.module is module), None)
     return call if call is not None and call.failed is None and call.out is not None else None
