@@ -577,3 +577,28 @@ def test_an_encoder_given_a_padding_mask_is_recorded():
     for cid in ("encoder", "encoder.layers", "encoder.layers.self_attn", ""):
         e = doc.component(cid).equations
         assert e.status is EquationStatus.DERIVED and e.verification.verified, (cid, e.reason)
+
+
+class StraightThrough(nn.Module):
+    """A VQ-VAE's quantizer: the nearest codebook row, its losses and the straight-through estimator."""
+
+    def __init__(self):
+        super().__init__()
+        self.codebook = nn.Embedding(8, 4)
+
+    def forward(self, z):
+        zq = self.codebook(torch.cdist(z, self.codebook.weight).argmin(-1))
+        loss = ((zq.detach() - z) ** 2).mean() * 0.25 + ((zq - z.detach()) ** 2).mean()
+        return z + (zq - z).detach(), loss
+
+
+def test_a_stopped_gradient_is_written_and_explained():
+    """`.detach()` was left out of the equations: the straight-through estimator z + (z_q − z).detach() read
+    z + z_q − z, and the two VQ losses read alike."""
+    loaded = spec.Loaded("inline", StraightThrough(), None)
+    doc = pipeline.document(loaded, pipeline.Settings(inputs=("z:float32[B,4]",), cost=False))
+    text = "\n".join(lines(doc, ""))
+    assert r"z+\operatorname{sg}\!\left(\mathrm{zq}-z\right)" in text, text
+    assert r"{\operatorname{sg}\!\left(\mathrm{zq}\right)}_j-z" in text and r"{\mathrm{zq}}_j-\operatorname{sg}\!\left(z\right)" in text
+    e = doc.root.equations
+    assert [tex for tex, _ in e.notations] == [r"\operatorname{sg}"] and e.verification.verified

@@ -90,6 +90,7 @@ CASES = {
     "Index": (t.Index(a, (slice(None), 0)), A[:, 0], "0"),
     "SetIndex": (t.SetIndex(a, Num(0.0), (slice(None), 0)), torch.cat([torch.zeros(2, 1, 4, dtype=A.dtype), A[:, 1:]], 1), r"\leftarrow"),
     "Cast": (t.Cast(a, dtype="float16"), A.half(), r"\operatorname{float16}"),
+    "StopGradient": (t.StopGradient(a), A, r"\operatorname{sg}\!\left(\atlasref{a}\right)"),
     "Rows": (t.Rows(w, i), W[I], r"\left["),
     "Arange": (t.Arange(Num(0), SizeOf(5), Num(1)), torch.arange(5), r"\dots,4"),
     "Fill": (t.Fill(Num(2.5), (2, 3), shown=(2, 3)), torch.full((2, 3), 2.5, dtype=torch.float64), r"2.5\,\mathbf{1}_{2\times 3}"),

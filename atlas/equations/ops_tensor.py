@@ -237,6 +237,19 @@ class Cast(Node):
         return x.to(ev.dtype_of(dtype)) if isinstance(x, torch.Tensor) else x
 
 
+class StopGradient(Node):
+    """x.detach(): the same value, through which no gradient flows back; sg(x) as the VQ-VAE and BYOL papers write
+    it, so that a straight-through estimator, z + sg(z_q − z), does not print as z + z_q − z."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        return r"\operatorname{sg}\!\left(" + p.print(self.args[0]) + r"\right)"
+
+    def run(self, ev, x):
+        return x.detach() if isinstance(x, torch.Tensor) else x
+
+
 class Rows(Node):
     """Rows of a table: E[ids]."""
 
