@@ -29,7 +29,6 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     position limit and within the largest size the code allows (`upper`: a table of 32 positions, an assert, a
     --dim bound); images at the config's image_size, else 224 × 224 (MobileViT's small config, 64 × 64, was counted
     at 224 × 225)."""
-    from atlas.discover import config_value
     config = getattr(model, "config", None)
     declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
     stated = stated_contexts(config)
@@ -37,8 +36,7 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     # a text part's limit bounds the text alone; an encoder-decoder's source length its own limit, where it has one
     limits = {"T": next((value for name, value in stated if not name.endswith("max_source_positions")), None),
               "S": source[0] if source else next((value for name, value in stated if "." not in name), None)}
-    image, _ = config_value(config, "image_size")
-    images = dict(zip("HW", (image, image) if isinstance(image, int) else image or ()))
+    images = _images(model)
     out = []
     for sym in symbols:
         size = declared.get(sym, images.get(sym, REFERENCE.get(sym, 16)))
@@ -48,6 +46,18 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
             size = min(size, upper[sym])
         out.append((sym, int(size)))
     return tuple(out)
+
+
+def stated_sizes(model: nn.Module) -> dict[str, int]:
+    """The sizes the model itself states for its symbols: its `atlas_reference_sizes`, its config's image_size."""
+    return {**_images(model), **dict(getattr(model, "atlas_reference_sizes", None) or {})}
+
+
+def _images(model: nn.Module) -> dict[str, int]:
+    """H and W from the config's image_size (an int, or a height and a width)."""
+    from atlas.discover import config_value
+    image, _ = config_value(getattr(model, "config", None), "image_size")
+    return {s: int(v) for s, v in zip("HW", (image, image) if isinstance(image, int) else image or ())}
 
 
 def pinned_sizes(trace) -> dict[str, int]:

@@ -136,6 +136,7 @@ def _finished(model, t: _Try, trace, choice, specs, symbols, bounds, repeats) ->
         trace = _within_limits(model, trace, specs, choice, bounds, repeats)
         trace = _at_reference(model, _past_ones(model, trace, specs, choice, bounds, repeats), specs, choice,
                               bounds, repeats)
+        trace = _pinned_at_stated(model, trace, specs, choice, bounds, repeats)
     t.trace, t.choice, t.specs, t.symbols = trace, choice, specs, symbols
     t.first_error = t.first_error or (trace.error if not t.ok else None)
     return t.ok
@@ -267,6 +268,22 @@ def _at_reference(model, trace, specs, choice, bounds: dict, repeats):
     return again if len(_off_reference(model, again, bounds)[1]) < len(off) else trace
 
 
+def _pinned_at_stated(model, trace, specs, choice, bounds: dict, repeats):
+    """The record again at the size the model states (its config's image_size, its atlas_reference_sizes), where the
+    code pinned a symbol that has one to the run's own size: MobileViT's `int(math.ceil(W / 2) * 2)` held its costs
+    at a 40 x 56 image, its config's being 64 x 64. Kept where it pins no more symbols; --dim's sizes stand."""
+    from atlas.costing import stated_sizes
+    stated = stated_sizes(model)
+    moved = {s: v for s, v in stated.items() if s in trace.specialized and s not in bounds and trace.hints.get(s) != v}
+    if not moved:
+        return trace
+    hints = {**trace.hints, **moved}        # as stated, equal or not: the code pins them either way
+    again = trace_run.symbolic(model, specs, hints, repeats)
+    if again.error is not None or again.root is None or not set(again.specialized) <= set(trace.specialized):
+        return trace
+    return _within_limits(model, again, specs, replace(choice, hints=hints), bounds, repeats)
+
+
 def _escalate(model, tried: _Try, disc, fixed, bounds, vocab, repeats) -> tuple[_Try, object]:
     """No discovered choice ran: optional forward() parameters added (symbolic_run.escalate)."""
     from atlas.symbolic_run import escalate
@@ -362,6 +379,8 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
             notes.insert(0, msg("%(input)s, inferred: %(because)s", input=text, because=because))
     if trace is not None and trace.error is None and trace.root is not None:
         for condition, site in trace.conditions:    # a branch a remainder decided: the record holds on its side
+            if any(re.search(rf"\b{s}\b", condition) for s in trace.specialized):
+                continue        # a size the code pinned: the record holds at that size alone, which is said below
             notes.append(msg("the code took a branch that holds where %(condition)s (%(site)s), at %(sizes)s: its "
                              "shapes and counts are that branch's, and other sizes may take the other",
                              condition=expressions.said(condition), site=site or "?",

@@ -6,7 +6,9 @@ import copy
 import gc
 import json
 import linecache
+import math
 import re
+import types
 import weakref
 
 import pytest
@@ -15,7 +17,9 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.nn import functional as F
 
+from atlas import spec
 from atlas.cli import main
 from atlas.pipeline import Settings, document
 from atlas.inputs import InputSpec
@@ -684,3 +688,32 @@ def test_two_inputs_checked_against_each_other_keep_their_batch_a_symbol():
     assert [d.symbol or d.value for d in doc.root.shapes.outputs[0].dims] == ["B", "T", 50]
     assert "B" not in dict(doc.cost_summary.pinned)
     assert all(c.equations.verification.verified for c in doc.components)
+
+
+class PatchRounded(nn.Module):
+    """Rounds its feature map up to whole 2 x 2 patches with int(math.ceil(...)), as MobileViT does: the code needs
+    exact sizes, and the model states its image size in its config."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = types.SimpleNamespace(image_size=24, num_channels=3)
+        self.conv = nn.Conv2d(3, 4, 3, stride=4, padding=1)
+
+    def forward(self, pixel_values):
+        x = self.conv(pixel_values)
+        h, w = x.shape[-2:]
+        new_h, new_w = int(math.ceil(h / 2) * 2), int(math.ceil(w / 2) * 2)
+        if new_h != h or new_w != w:
+            x = F.interpolate(x, size=(new_h, new_w), mode="bilinear", align_corners=False)
+        return x.flatten(1)
+
+
+def test_sizes_the_code_pins_are_the_model_s_stated_ones():
+    """Pinned by int(), the record held at the run's own 40 x 56 image, and a branch taken there was said to hold
+    where "ceiling(W/4) ≠ 14", a number made from the pinned width: the record is made again at the config's
+    24 x 24, and no condition on a pinned size is said."""
+    model = PatchRounded()
+    doc = document(spec.Loaded("inline", model, None), Settings(cost=True))
+    assert dict(doc.cost_summary.reference) == {"B": 1, "H": 24, "W": 24}
+    assert not any("branch that holds where" in str(n) for n in doc.input_notes)
+    assert any("exact values of H = 24" in str(n) and "W = 24" in str(n) for n in doc.input_notes), doc.input_notes
