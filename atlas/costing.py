@@ -130,12 +130,16 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     kv = held(cache_per_token(trace, doc))
-    reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned},
-                                {s: limit for s, (limit, _) in getattr(trace, "upper", {}).items()})
+    upper = dict(getattr(trace, "upper", {}))
+    reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned}, {s: limit for s, (limit, _) in upper.items()})
+    unbounded = dict(reference_sizes(model, symbols, {**(fixed or {}), **pinned}))
+    # a size held below the usual one by the record's own limit (MPT's max(0, 256 - T) holds for T < 256): said
+    capped = tuple((s, v, upper[s][1] or "?") for s, v in reference
+                   if s in upper and v < unbounded[s] and upper[s][1] != "--dim")     # --dim's bound is the user's
     per_token = int(kv) if kv != 0 and kv.is_Integer else None
     summary = CostSummary(reference, per_token, _attention_kernel(trace.root),
                           tuple((s, v) for s, v in pinned.items() if s in symbols),
-                          _cache_not_counted(trace, doc, pinned) if per_token is None else None)
+                          _cache_not_counted(trace, doc, pinned) if per_token is None else None, capped)
     return replace(doc, cost=root, cost_summary=summary)
 
 

@@ -220,6 +220,8 @@ class CostSummary:
     attention: str | None = None                 # how attention was computed in the record (for activations)
     pinned: tuple[tuple[str, int], ...] = ()     # sizes the code needed exactly: the formulas hold there only
     kv_cache_note: str | None = None             # why no per-token figure, where the forward returns a state
+    capped: tuple[tuple[str, int, str], ...] = ()  # (symbol, size, where): held below the usual size by the largest
+                                                 # size the record holds at, and the line (or --dim) that set it
 
 
 @dataclass(frozen=True)

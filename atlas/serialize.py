@@ -244,6 +244,7 @@ def as_dict(doc: ModelDoc) -> dict:
             "attention": doc.cost_summary.attention,
             "pinned": dict(doc.cost_summary.pinned),
             "kv_cache_note": doc.cost_summary.kv_cache_note,
+            "capped": [{"symbol": s, "size": v, "where": w} for s, v, w in doc.cost_summary.capped],
         },
         "published": None if doc.published is None else {
             f.name: getattr(doc.published, f.name) for f in fields(Published)
@@ -306,7 +307,8 @@ def from_dict(data: dict) -> ModelDoc:
         cost_summary=None if data.get("cost_reference") is None else CostSummary(
             tuple(data["cost_reference"]["sizes"].items()), data["cost_reference"]["kv_cache_bytes_per_token"],
             data["cost_reference"]["attention"], tuple(data["cost_reference"].get("pinned", {}).items()),
-            data["cost_reference"].get("kv_cache_note")),
+            data["cost_reference"].get("kv_cache_note"),
+            tuple((c["symbol"], c["size"], c["where"]) for c in data["cost_reference"].get("capped", ()))),
         published=None if pub is None else Published(**pub),
         dims=DimNames(tuple((d["symbol"], d["name"]) for d in data["dims"]["symbols"]),
                       tuple((d["value"], d["label"]) for d in data["dims"]["fixed"])),

@@ -637,3 +637,30 @@ def test_a_record_on_the_cpu_counts_what_autograd_saves(capsys):
     assert main(["describe", f"{FIXTURES}:writes_its_weight", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["totals"]["cost"]["activation_bytes"] is None and int(data["totals"]["cost"]["flops"]) == 32 * B
+
+
+class LastRows(torch.nn.Module):
+    """Adds the last T rows of a 64-row table, found as MPT finds its ALiBi rows: max(0, 64 - T)."""
+
+    atlas_inputs = ("x:float32[B,T,8]",)
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.zeros(1, 64, 8))
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        start = max(0, 64 - x.size(1))
+        return self.fc(x + self.table[:, start:])
+
+
+def test_a_reference_size_the_record_holds_below_says_where():
+    """The record holds for T < 64 (the branch of max it took): costs are at T = 63, and the page said nothing of
+    why (MPT's read "At B = 1, T = 255" beside a context of 256)."""
+    doc = pipeline.document(spec.Loaded("inline", LastRows(), None), pipeline.Settings())
+    line = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if "max(0, 64 - x.size(1))" in text)
+    assert dict(doc.cost_summary.reference)["T"] == 63
+    assert doc.cost_summary.capped == (("T", 63, f"test_cost.py:{line}"),)
+    from atlas import render
+    page = render.render(doc)["lastrows/index.md"]
+    assert f"T = 63: the largest size at which the recorded forward holds (`test_cost.py:{line}`)" in page
