@@ -272,3 +272,26 @@ def test_a_child_registered_twice_is_the_call_of_both_its_names(capsys):
         assert comps[cid]["shapes"]["method"] == "fake", cid
     relu = comps["0.net.1"]["outputs"][0]["shape"]
     assert [d["symbol"] if isinstance(d, dict) else d for d in relu] == ["B", 4, "T"]
+
+
+def test_a_tolerance_looser_than_the_check_s_dtype_says_why(capsys):
+    """A cast to float32 in the record gives float32's tolerance to a float64 check: the page read "run in float64
+    ... (tolerance 2e-04)" and no more."""
+    from torch import nn
+
+    from atlas import pipeline
+
+    class Gate(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return (h > 0).to(h.dtype) * h / 3.0
+
+    model = Gate()
+    model.atlas_inputs = ("x:float32[B,4]",)
+    v = pipeline.document(spec.Loaded("inline", model, None), pipeline.Settings(cost=False)).root.equations.verification
+    assert v.verified and v.dtype == "float64" and v.tolerance == 2e-4
+    assert str(v.note) == "The tolerance is float32's: in the recorded run the code casts to float32, which forward() may compute in"
