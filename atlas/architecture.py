@@ -259,7 +259,10 @@ def _position_table(ev: OpEvent):
     if name in ("embedding", "__getitem__", "index_select"):
         return table if any(_positional(v) for v in others) else None
     if name in ("add", "__add__", "__radd__", "__iadd__"):
+        # rows over a sequence's positions: added to a [B, T, d] sequence, or to one of its own rank ([1, T, d]);
+        # XLNet's [heads, d] bias added to [T, B, heads, d] queries is no table of positions
         return table if any(v.shape is not None and len(v.shape) >= 3 and v.kind != "param"
+                            and len(v.shape) in (3, len(table.shape))
                             and tuple(v.shape[-2:]) == tuple(table.shape[-2:]) for v in others) else None
     return None
 

@@ -275,3 +275,9 @@ def test_a_fused_gate_and_up_beside_a_square_down_projection_gives_the_width():
     catalog read an FFN width of 2h, the fused weight's, the square one being no evidence of a hidden width."""
     a = _doc("tests/fixtures/contractions.py:interleaved_experts_lm").architecture
     assert values(a.experts) == [2] and values(a.ffn) == [8] and values(a.width) == [8]
+
+
+def test_a_bias_added_to_each_heads_queries_is_no_position_table():
+    """XLNet adds a learned [heads, d] bias to its [T, B, heads, d] queries: the catalog read "Positions: learned
+    table" for a model whose positions are sinusoidal and relative."""
+    assert _doc("tests/fixtures/models.py:head_biased_attention").architecture.positions == ()
