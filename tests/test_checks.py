@@ -295,3 +295,14 @@ def test_a_tolerance_looser_than_the_check_s_dtype_says_why(capsys):
     v = pipeline.document(spec.Loaded("inline", model, None), pipeline.Settings(cost=False)).root.equations.verification
     assert v.verified and v.dtype == "float64" and v.tolerance == 2e-4
     assert str(v.note) == "The tolerance is float32's: in the recorded run the code casts to float32, which forward() may compute in"
+
+
+def test_a_twice_registered_entry_the_record_skipped_takes_the_call_it_repeats(capsys):
+    """`self.chomp2` is also `self.net[4]`, alike `self.net[1]`: the record skips it as a repeat, and under its
+    first name it read "the code uses a tensor that is neither an input, ..." (TCN: 49 of 52 verified)."""
+    code = main(["describe", f"{CHECKS}:aliased_chomps", "--json", "--verify"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    comps = {c["id"]: c for c in json.loads(out.out)["components"]}
+    assert all(verified(c) for c in comps.values()), [i for i, c in comps.items() if not verified(c)]
+    assert comps["chomp2"]["shapes"]["method"] == "fake"

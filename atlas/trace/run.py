@@ -484,7 +484,7 @@ def _repeat(rec: Recorder, module: nn.Module, first: nn.Module, args, kwargs):
     if out is not None:
         current = rec.stack[-1] if rec.stack else None
         if current is not None and current.module is module:
-            current.skipped = True
+            current.skipped, current.repeats = True, seen
     return out
 
 

@@ -102,5 +102,7 @@ def first_call_of(trace: Trace, model: nn.Module, path: str, module: nn.Module |
         except AttributeError:
             module = None
     if call is None and module is not None:             # a module registered twice, called under its other name
-        call = next((c for c in calls.values() if module is not None and c.module is module), None)
+        call = next((c for c in calls.values() if c.module is module), None)
+        if call is not None and call.skipped:           # a repeated entry: the call of the first, which it repeats
+            call = call.repeats
     return call if call is not None and call.failed is None and call.out is not None else None

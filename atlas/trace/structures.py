@@ -114,6 +114,7 @@ class Call:
     frames: set = field(default_factory=set)    # numbers of the user frames that ran inside this call
     forward_frame: int | None = None             # the number of the frame running the module's forward()
     skipped: bool = False           # a repeated list entry whose result was taken from its first entry's shape
+    repeats: "Call | None" = None   # skipped: the first entry's call, whose shapes and code it repeats
     failed: str | None = None       # the error that stopped the call, if any
     guards: list = field(default_factory=list)  # Guard: data-dependent values its own code needed as numbers
 
