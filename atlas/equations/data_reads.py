@@ -14,8 +14,7 @@ from pathlib import Path
 
 from torch.overrides import TorchFunctionMode
 
-_TORCH = Path(__import__("torch").__file__).resolve().parent.as_posix() + "/"
-_ATLAS = Path(__file__).resolve().parent.parent.as_posix() + "/"
+from atlas.errors import model_code
 
 _READS = frozenset({"__bool__", "item", "tolist", "__int__", "__index__", "equal", "allclose",
                     "is_nonzero", "__contains__"})
@@ -54,8 +53,7 @@ def _site() -> str:
     """The line of the model's code (outside torch and atlas's machinery) that read the data."""
     frame = sys._getframe(2)
     while frame is not None:
-        file = Path(frame.f_code.co_filename).resolve().as_posix()
-        if not file.startswith(_TORCH) and (not file.startswith(_ATLAS) or file.startswith(_ATLAS + "zoo/")):
-            return f"{Path(file).name}:{frame.f_lineno}"
+        if model_code(frame.f_code.co_filename):
+            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
