@@ -89,7 +89,7 @@ def _fill(t: torch.Tensor, pool: torch.Tensor, offset: int) -> None:
 def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
     """A CPU copy of one instance with values cut from a seeded pool, not drawn by each layer's own init:
     matrices uniform with variance 1/fan_in (as informative as normal), gains and biases near one."""
-    inst = deep_copy(module)
+    inst = deep_copy(module, values=False)
     inst.to(dtype) if any(t.device.type == "meta" for t in inst.parameters()) else None   # free on the meta device
     inst = inst.to_empty(device="cpu")
     _retie(module, inst)
@@ -229,7 +229,8 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
 def _sums(module: nn.Module) -> list[float]:
     """A checksum of each parameter and buffer: a write into one through `.data`, which no version counter sees,
     changes it."""
-    return [float(t.detach().abs().sum()) if t.is_floating_point() or t.is_complex() else float(t.sum())
+    return [float(torch.linalg.vector_norm(t.detach(), 1)) if t.is_floating_point() or t.is_complex()
+            else float(t.sum())
             for t in itertools.chain(module.parameters(), module.buffers())]
 
 
