@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import sympy
 import torch
 from torch import nn
-from torch._dynamo.source import ConstantSource
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 from torch.utils._sympy.numbers import int_oo
@@ -132,6 +131,7 @@ def _fake(model, specs, sizes, base, start, decompose: bool, assume: bool) -> Ou
     env = _ShapeEnv(assume)
     fake_mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
     names: dict[sympy.Symbol, sympy.Symbol] = {}
+    from torch._dynamo.source import ConstantSource     # torch._dynamo takes 1 s to import: only when tracing
     kwargs = {}
     device = _device(model)                 # fake tensors on the model's device allocate nothing either
     for s in specs:

@@ -18,7 +18,6 @@ from pathlib import Path
 import sympy
 import torch
 from torch._decomp import decomposition_table
-from torch._dynamo.source import ConstantSource
 from torch._guards import SLoc
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
@@ -206,6 +205,7 @@ class SymbolicInputs:
 
     def tensor(self, name: str, dims: tuple, dtype: torch.dtype) -> torch.Tensor:
         """dims: ints (fixed) and symbol names."""
+        from torch._dynamo.source import ConstantSource     # torch._dynamo takes 1 s to import: only when tracing
         concrete = [self.hints[d] if isinstance(d, str) else d for d in dims]
         base = torch.empty(concrete, dtype=dtype, device=self.device)
         dynamic = [DimDynamic.DYNAMIC if isinstance(d, str) else DimDynamic.STATIC for d in dims]
