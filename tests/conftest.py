@@ -43,6 +43,9 @@ def page_math(text: str) -> str:
     return strip_markup(text, keep_streams=False)
 
 
+# a process the suite starts while both workers run: one torch thread, as each worker has (the LDLM's run took
+# 23.8 s in the suite with torch's two threads against the site's build on the other core, 14 s with one)
+ONE_THREAD = {"OMP_NUM_THREADS": "1"} if os.environ.get("PYTEST_XDIST_WORKER") else {}
 HASH_SEED = "987"       # the LDLM's one documentation run of the suite runs with it (ldlm_doc)
 _DESCRIBE = "import pickle, sys\nfrom atlas import describe\nopen(sys.argv[1], 'wb').write(pickle.dumps(describe()))"
 
@@ -65,7 +68,7 @@ def ldlm_doc(tmp_path_factory):
     with FileLock(f"{path}.lock"):
         if not path.is_file():
             proc = subprocess.run([sys.executable, "-c", _DESCRIBE, str(path)], cwd=ROOT, capture_output=True,
-                                  text=True, env={**os.environ, "PYTHONHASHSEED": HASH_SEED})
+                                  text=True, env={**os.environ, "PYTHONHASHSEED": HASH_SEED, **ONE_THREAD})
             assert proc.returncode == 0, proc.stderr[-3000:]
         return pickle.loads(path.read_bytes())
 
