@@ -33,15 +33,17 @@
   function tabStops() {
     var vocab = vocabulary();
     var first = {};
+    // only what changes is written: an attribute set again to its own value is still a mutation the page's style
+    // is recomputed for, on every page load
     document.querySelectorAll(".katex [data-sym]").forEach(function (el) {
       var key = el.getAttribute("data-sym");
       if (!first[key] && shown(el)) {
         first[key] = el;
-        var name = vocab.names[key] || el.textContent.trim();
-        el.setAttribute("tabindex", "0");
-        el.setAttribute("role", "button");
-        el.setAttribute("aria-label", vocab.label.replace("{symbol}", name));
-      } else {
+        var label = vocab.label.replace("{symbol}", vocab.names[key] || el.textContent.trim());
+        if (el.getAttribute("tabindex") !== "0") el.setAttribute("tabindex", "0");
+        if (el.getAttribute("role") !== "button") el.setAttribute("role", "button");
+        if (el.getAttribute("aria-label") !== label) el.setAttribute("aria-label", label);
+      } else if (el.hasAttribute("tabindex")) {
         el.removeAttribute("tabindex");
         el.removeAttribute("role");
         el.removeAttribute("aria-label");
@@ -49,18 +51,37 @@
     });
   }
 
-  function symbols() {
-    document.querySelectorAll(".katex [data-sym]").forEach(function (el) {
-      if (el.dataset.atlasBound) return;
-      el.dataset.atlasBound = "1";
-      var key = el.getAttribute("data-sym");
-      el.addEventListener("mouseenter", function () { highlight(key, true); });
-      el.addEventListener("mouseleave", function () { highlight(key, false); });
-      el.addEventListener("focus", function () { highlight(key, true); });
-      el.addEventListener("blur", function () { highlight(key, false); });
-    });
-    tabStops();
+  // The symbols a node lies in, innermost first: a symbol inside another highlights both, as the pointer is in both.
+  function symbolsAround(node) {
+    var out = [];
+    for (var el = node && node.closest ? node.closest(".katex [data-sym]") : null; el;
+         el = el.parentElement && el.parentElement.closest(".katex [data-sym]")) {
+      out.push(el);
+    }
+    return out;
   }
+
+  // One listener per event on the document, not four on every occurrence of every symbol: the pointer entering
+  // a symbol (mouseover from outside it), leaving it (mouseout to outside it), and the keyboard focus.
+  function crossing(on) {
+    return function (event) {
+      symbolsAround(event.target).forEach(function (el) {
+        if (!el.contains(event.relatedTarget)) highlight(el.getAttribute("data-sym"), on);
+      });
+    };
+  }
+
+  function focusing(on) {
+    return function (event) {
+      var el = event.target;
+      if (el.matches && el.matches(".katex [data-sym]")) highlight(el.getAttribute("data-sym"), on);
+    };
+  }
+
+  document.addEventListener("mouseover", crossing(true));
+  document.addEventListener("mouseout", crossing(false));
+  document.addEventListener("focusin", focusing(true));
+  document.addEventListener("focusout", focusing(false));
 
   function openTarget() {
     if (!location.hash) return;
@@ -73,7 +94,7 @@
   }
 
   function init() {
-    symbols();
+    tabStops();
     openTarget();
   }
 
