@@ -8,6 +8,7 @@ import logging
 import sys
 import warnings
 
+from atlas import allocator
 from atlas.errors import AtlasError
 
 EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2       # 1: stale pages, or equations that disagree with forward()
@@ -103,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     args = _parser().parse_args(argv)
+    allocator.keep_freed_memory()
     from atlas import progress
     progress.enable()
     from atlas.equations.enrich import EquationMismatch

@@ -24,7 +24,7 @@ from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 
-from atlas import i18n, katex, pipeline, search_index
+from atlas import allocator, i18n, katex, pipeline, search_index
 from atlas.errors import AtlasError
 
 log = logging.getLogger("mkdocs.plugins.atlas")
@@ -71,6 +71,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
             # (a title that is a model's name); each language gets its own index instead (search_index.split)
             i18n_plugin.config.reconfigure_search = False
         if not getattr(i18n_plugin, "building", False):    # not one of i18n's language builds
+            allocator.keep_freed_memory()
             self._generate(config)
         language = building_language(config)
         with i18n.language(language):

@@ -14,6 +14,8 @@ sys.path.insert(0, str(ROOT))
 if os.environ.get("PYTEST_XDIST_WORKER"):     # `make test` runs two workers on two cores: one torch thread each
     import torch
     torch.set_num_threads(1)
+from atlas import allocator  # noqa: E402  (the tests document models in this process, as the CLI does in its own)
+allocator.keep_freed_memory()
 
 
 # the models of the default site, as mkdocs.yml lists them for the atlas plugin
@@ -47,7 +49,8 @@ def page_math(text: str) -> str:
 # 23.8 s in the suite with torch's two threads against the site's build on the other core, 14 s with one)
 ONE_THREAD = {"OMP_NUM_THREADS": "1"} if os.environ.get("PYTEST_XDIST_WORKER") else {}
 HASH_SEED = "987"       # the LDLM's one documentation run of the suite runs with it (ldlm_doc)
-_DESCRIBE = "import pickle, sys\nfrom atlas import describe\nopen(sys.argv[1], 'wb').write(pickle.dumps(describe()))"
+_DESCRIBE = ("import pickle, sys\nfrom atlas import allocator, describe\nallocator.keep_freed_memory()\n"
+             "open(sys.argv[1], 'wb').write(pickle.dumps(describe()))")
 
 
 @pytest.fixture(scope="session")
