@@ -156,9 +156,17 @@ def symbols_checked(files: dict) -> int:
     return checked
 
 
+@pytest.hookimpl(tryfirst=True)        # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """One test of the built site first, so one worker builds it while the other runs the rest; the other tests of
-    the site last, when it is there for both."""
+    the site last, when it is there for both. The tests that share a module-scoped fixture (one Chromium, one
+    documented GPT-2, a saved checkpoint) run on one worker (--dist loadgroup), so that it is made once: split
+    between the two, each made its own."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        shared = info is not None and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs)
+        if shared and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     site = [item for item in items if "built_site" in getattr(item, "fixturenames", ())]
     if site:
         rest = [item for item in items if item not in site]
