@@ -418,7 +418,7 @@ def _cpu_copy(model: nn.Module) -> nn.Module:
     memory it indexes out of range), flags are set and floats small. The weights come from a generator seeded
     alike on every run (torch's CPU one, forked: the caller's stream goes on as it was): a router's choices,
     and with them which experts run and on how many tokens, are the same on every run."""
-    cpu = deep_copy(model).to_empty(device="cpu")
+    cpu = deep_copy(model, values=False).to_empty(device="cpu")     # every value is set below
     known = buffer_values.known(model)
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(0)
