@@ -1,4 +1,5 @@
-"""Freed memory kept for the next tensor of its size, in the atlas's own processes (the CLI, the mkdocs plugin).
+"""Freed memory kept for the next tensor of its size, in the atlas's own processes that check equations (the CLI's
+build, check and describe --verify; the mkdocs plugin).
 
 Checking equations materializes one component instance after another on the CPU, each a few MB to a few hundred MB,
 and frees it. glibc's malloc hands every block over its mmap threshold back to the system when it is freed, and its
