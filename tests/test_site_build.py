@@ -1,10 +1,8 @@
 """A real `mkdocs build --strict` of the repository's config, in a temporary copy."""
 
 import os
-import subprocess
-import sys
 
-from conftest import FIXTURES, HASH_SEED, ROOT, SITE_SPECS
+from conftest import FIXTURES, HASH_SEED, ROOT, SITE_SPECS, mkdocs_build
 
 
 def test_mkdocs_build_strict(built_site):
@@ -56,10 +54,9 @@ def test_latex_error_fails_the_build(tmp_path):
         "site_name: t\ntheme:\n  name: material\nplugins:\n  - atlas:\n      models: [{spec: '" + str(FIXTURES) + ":two_layer_mlp'}]\n"
         "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: true\n")
     (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert proc.returncode != 0
-    assert "index.md: LaTeX error in `\\frac{1}{`" in proc.stderr
+    code, log = mkdocs_build(tmp_path, "--strict")
+    assert code != 0
+    assert "index.md: LaTeX error in `\\frac{1}{`" in log
 
 
 def test_committed_docs_are_current():
@@ -103,9 +100,8 @@ def test_plugin_takes_per_model_inputs_and_checkpoints(tmp_path):
         "markdown_extensions: [admonition, pymdownx.details, pymdownx.superfences, attr_list, md_in_html, tables,"
         " {pymdownx.arithmatex: {generic: true}}]\n")
     (tmp_path / "node_modules").symlink_to(ROOT / "node_modules")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    code, log = mkdocs_build(tmp_path, "--strict")
+    assert code == 0, log[-2000:]
     page = (tmp_path / "docs" / "sequential" / "0.md").read_text()
     assert "**in:** `input` [B batch, 3]" in page
     html = (tmp_path / "site" / "sequential" / "0" / "index.html").read_text()

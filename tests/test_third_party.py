@@ -1,8 +1,6 @@
 """Model code nobody here wrote (Hugging Face transformers), documented from config on the meta device."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -10,7 +8,7 @@ transformers = pytest.importorskip("transformers")
 
 from atlas import accounting, pipeline, spec  # noqa: E402
 from atlas.cli import main  # noqa: E402
-from conftest import ROOT, lines, symbols_checked  # noqa: E402
+from conftest import ROOT, lines, mkdocs_build, symbols_checked  # noqa: E402
 
 HF = ROOT / "tests" / "fixtures" / "hf_models.py"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -77,9 +75,8 @@ def test_pages_build(tmp_path, capsys):
         "site_name: t\ntheme:\n  name: material\n  font: false\n"
         "markdown_extensions: [admonition, pymdownx.details, pymdownx.superfences, attr_list, md_in_html, tables,"
         " {pymdownx.arithmatex: {generic: true}}, {pymdownx.highlight: {anchor_linenums: true}}]\n")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    code, log = mkdocs_build(tmp_path, "--strict")
+    assert code == 0, log[-2000:]
 
 
 @pytest.mark.parametrize("name", sorted(INPUTS))
