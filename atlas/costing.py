@@ -119,7 +119,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
         # instance the page describes is the one counted
         calls, every = calls_of.get(comp.path, ()), None
         if len(calls) > 1:
-            every = held(comp.instances * sum((costs.of(c)[0] for c in calls), sympy.Integer(0)))
+            every = held(comp.instances * sympy.Add(*(costs.of(c)[0] for c in calls)))
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), None if act is None else str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call),
                                            comp.instances * max(len(calls), 1), None if every is None else str(every))))
