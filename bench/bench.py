@@ -137,9 +137,8 @@ def rounds(commands: dict, repeat: int) -> dict:
 
 
 def interleaved(commands: dict, repeat: int) -> dict:
-    """{label: (best seconds, peak RSS MB, stamps of the fastest run, least CPU seconds)} over `rounds`."""
-    return {label: (min(r[0] for r in rs), max(r[1] for r in rs), min(rs, key=lambda r: r[0])[2],
-                    min(r[3] for r in rs))
+    """{label: (best seconds, peak RSS MB, stamps of the fastest run)} over `rounds`."""
+    return {label: (min(r[0] for r in rs), max(r[1] for r in rs), min(rs, key=lambda r: r[0])[2])
             for label, rs in rounds(commands, repeat).items()}
 
 
@@ -156,7 +155,7 @@ def peer_rows(repeat: int = 3) -> list[tuple[str, float, float]]:
                            "peer": peer + [spec, "128"]}, repeat)
         for side, whole, stamped in (("atlas describe", "atlas", "atlas timed"),
                                      ("torchinfo summary (meta)", "peer", "peer")):
-            seconds, rss = got[whole][:2]
+            seconds, rss, _ = got[whole]
             imported, built, done = got[stamped][2]
             print(f"{side + ' ' + label:40s} {seconds:8.2f} {rss:12.0f} {imported:8.2f} {built - imported:8.2f} "
                   f"{done - built:8.2f}")
