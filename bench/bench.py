@@ -5,7 +5,8 @@ torchinfo's summary on the meta device, on transformers' own models built from c
 .bin, both written by the bench into a temporary folder.
 
 Each measurement runs in a fresh child process, so its peak RSS is its own (RUSAGE_CHILDREN of a wrapper).
-Times are the best of `repeat` runs; peak RSS the largest. The peer (bench/torchinfo_summary.py) imports nothing
+Times are the best of `repeat` runs; peak RSS the largest; the depth row's ratio is the median of its rounds'
+own ratios (see DEPTH_ROUNDS). The peer (bench/torchinfo_summary.py) imports nothing
 of atlas. Both sides print seconds since their start after their imports, after the model is built (the factory's
 imports, transformers, count there on both sides) and at the end; the split columns are from those runs
 (bench/atlas_timed.py for atlas), the whole-process columns from the plain `python -m atlas describe`.
