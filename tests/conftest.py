@@ -11,11 +11,20 @@ FIXTURES = ROOT / "tests" / "fixtures" / "models.py"
 os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 sys.path.insert(0, str(ROOT))
-if os.environ.get("PYTEST_XDIST_WORKER"):     # `make test` runs two workers on two cores: one torch thread each
-    import torch
-    torch.set_num_threads(1)
-from atlas import allocator  # noqa: E402  (the tests document models in this process, as the CLI does in its own)
-allocator.keep_freed_memory()
+
+
+def pytest_configure(config):
+    """The process that runs tests documents models in it, as the CLI does in its own: the allocator as the CLI
+    sets it, and under xdist (`make test` runs two workers on two cores) one torch thread each. xdist's controller
+    runs no test, and imports neither torch nor atlas (2.6 s of CPU)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker and getattr(config.option, "numprocesses", None):
+        return
+    if worker:
+        import torch
+        torch.set_num_threads(1)
+    from atlas import allocator
+    allocator.keep_freed_memory()
 
 
 # the models of the default site, as mkdocs.yml lists them for the atlas plugin
