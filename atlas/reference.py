@@ -163,11 +163,23 @@ def signature(cls: type) -> tuple[str, tuple[Param, ...]]:
 
 def load_data(cls: type) -> dict:
     path = DATA / f"{cls.__name__}.yml"
-    return yaml.safe_load(path.read_text()) if path.is_file() else {}
+    return _data_file(path) if path.is_file() else {}
 
 
 def families() -> dict:
-    return yaml.safe_load((DATA / "families.yml").read_text())
+    return _data_file(DATA / "families.yml")
+
+
+def _data_file(path: Path):
+    """A data file, parsed once per version of it in a process (a build asked for families.yml once per reference
+    page, 4 ms each); the result is shared, so read, never changed."""
+    stat = path.stat()
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path, mtime_ns: int, size: int):
+    return yaml.safe_load(path.read_text())
 
 
 def _family_of(cls: type) -> str | None:
