@@ -175,8 +175,10 @@ def release(shape_env: ShapeEnv) -> None:
 
 @contextlib.contextmanager
 def quiet():
-    """Fake-tensor and ShapeEnv loggers print tracebacks of failures this module reports itself."""
-    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _QUIET]
+    """Fake-tensor and ShapeEnv loggers print tracebacks of failures this module reports itself. A logger already
+    that quiet (the CLI makes two so for its whole run) is left alone: each setLevel clears the cached levels of
+    every logger of the process."""
+    saved = [(logger, logger.level) for logger in map(logging.getLogger, _QUIET) if logger.level < logging.CRITICAL]
     for logger, _ in saved:
         logger.setLevel(logging.CRITICAL)
     try:
