@@ -16,6 +16,11 @@ import tokenize
 # inspect.findsource's pattern for the line a function's definition starts on (after walking up from
 # co_firstlineno, which can point into a decorator or a lambda's line)
 _DEF = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+# how many lines the block starting at a line of a file has, by (file, the hash of its text, the line): found by
+# tokenizing the block (inspect.getblock) once per process for each version of a file, while the lines themselves
+# are let go with each pass (a test suite or `mkdocs serve` makes many passes over the same classes)
+_BLOCK_LENGTHS: dict[tuple[str, int, int], int] = {}
+_MOST_BLOCKS = 50_000
 
 
 class SourceFiles:
@@ -23,6 +28,7 @@ class SourceFiles:
 
     def __init__(self) -> None:
         self._lines: dict[str, list[str]] = {}
+        self._versions: dict[str, int] = {}
 
     def lines(self, file: str) -> list[str]:
         """A file's lines with their endings, split as linecache splits them (so line numbers agree)."""
@@ -30,7 +36,19 @@ class SourceFiles:
         if found is None:
             with tokenize.open(file) as f:
                 found = self._lines[file] = f.readlines()
+            self._versions[file] = hash("".join(found))
         return found
+
+    def block(self, file: str, start: int) -> list[str]:
+        """The lines of the block (a def or class, decorators included) whose first line is 0-based `start`."""
+        lines = self.lines(file)
+        key = (file, self._versions[file], start)
+        length = _BLOCK_LENGTHS.get(key)
+        if length is None:
+            if len(_BLOCK_LENGTHS) >= _MOST_BLOCKS:
+                _BLOCK_LENGTHS.clear()
+            length = _BLOCK_LENGTHS[key] = len(inspect.getblock(lines[start:]))
+        return lines[start:start + length]
 
     def text(self, file: str, start: int, end: int) -> str:
         """Lines start..end (1-based, inclusive), joined without their endings."""
@@ -55,7 +73,7 @@ class SourceFiles:
             return None
         while n > 0 and not _DEF.match(lines[n]):
             n -= 1
-        return file, n + 1, inspect.getblock(lines[n:])
+        return file, n + 1, self.block(file, n)
 
     def klass(self, cls: type) -> tuple[str, int, list[str]] | None:
         """(file, first line, lines) of a class, decorators included: what inspect.getsourcelines gives."""
@@ -76,7 +94,7 @@ class SourceFiles:
             except (OSError, TypeError):
                 return None
             return file, first, found
-        return file, start + 1, inspect.getblock(lines[start:])
+        return file, start + 1, self.block(file, start)
 
     def _class_line(self, cls: type, file: str, lines: list[str]) -> int | None:
         """The 0-based line of the class's first decorator, else of its `class` line; None when unsure."""

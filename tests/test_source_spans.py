@@ -2,6 +2,7 @@
 
 import inspect
 import linecache
+import sys
 
 import pytest
 from torch import nn
@@ -51,3 +52,25 @@ def test_files_are_read_once_and_not_kept_in_linecache():
     assert files.text(file, start, start + 1) == "".join(lines[:2]).rstrip("\n")
     assert files.lines(file) is files.lines(file)
     assert file not in linecache.cache
+
+
+def test_a_block_is_found_again_in_an_edited_file(tmp_path, monkeypatch):
+    """Block lengths are kept for the process by the text of the file, so an edit, even one keeping the file's size,
+    gives the edited block in the next pass."""
+    import importlib.util
+    path = tmp_path / "edited.py"
+
+    def module(text):
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("edited", path)
+        mod = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, "edited", mod)
+        spec.loader.exec_module(mod)
+        return mod
+    one = module("class A:\n    def f(self):\n        return 1\nx = 222\n")
+    assert SourceFiles().klass(one.A)[2] == ["class A:\n", "    def f(self):\n", "        return 1\n"]
+    size = path.stat().st_size
+    two = module("class A:\n    def f(self):\n        return 1\n    x=2\n")     # the same size, one line longer
+    assert path.stat().st_size == size
+    assert SourceFiles().klass(two.A)[2][-1] == "    x=2\n"
+    assert SourceFiles().function(two.A.f)[2] == ["    def f(self):\n", "        return 1\n"]
