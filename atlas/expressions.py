@@ -8,6 +8,7 @@ sqrt) keep their meaning.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sympy
@@ -24,7 +25,14 @@ def parse(text) -> sympy.Expr:
         return text
     if isinstance(text, (int, float)):
         return sympy.sympify(text)
-    return parse_expr(str(text), local_dict={n: sympy.Symbol(n) for n in symbol_names(text)})
+    return _parsed(str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> sympy.Expr:
+    """A text parsed once: a page shows a cost formula in each language and evaluates it for several sentences
+    (sympy's expressions cannot be changed, so one is shared)."""
+    return parse_expr(text, local_dict={n: sympy.Symbol(n) for n in symbol_names(text)})
 
 
 def symbol_names(text) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from atlas import i18n, repeats
@@ -271,6 +272,7 @@ def checkpoint_format(r) -> str:
     return i18n.render(msg("safetensors") if r.format == "safetensors" else msg("torch state dict"))
 
 
+@functools.lru_cache(maxsize=4096)      # pages in two languages show the same formulas
 def cost_tex(expr: str) -> str:
     """A cost formula in LaTeX, its coefficients grouped: 6{,}144\\,B\\,T^{2}+16{,}515{,}072\\,B\\,T."""
     import sympy
@@ -321,6 +323,12 @@ def si(value: float, unit: str) -> str:
 
 
 def at_reference(expr: str, reference) -> float:
+    """A cost formula's value at the reference sizes ((name, size) pairs)."""
+    return _at_reference(expr, tuple(map(tuple, reference)))
+
+
+@functools.lru_cache(maxsize=4096)      # a page evaluates a formula for several sentences, in each language
+def _at_reference(expr: str, reference: tuple[tuple[str, int], ...]) -> float:
     import sympy
 
     from atlas.expressions import parse
