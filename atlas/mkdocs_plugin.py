@@ -24,7 +24,7 @@ from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 
-from atlas import allocator, i18n, katex, pipeline, search_index
+from atlas import allocator, i18n, katex, pipeline, search_index, search_text
 from atlas.errors import AtlasError
 
 log = logging.getLogger("mkdocs.plugins.atlas")
@@ -54,6 +54,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         self.sources: list[str] = []
         self.katex: katex.Renderer | None = None
         self.navs: dict | None = None               # language -> the generated pages' nav
+        self.page_html: dict[str, str] = {}         # a page's HTML while the search reads it without code markup
         self.user_nav = None
         self.serving = False
 
@@ -113,10 +114,21 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         except AtlasError as exc:
             raise PluginError(f"atlas: {exc}") from None
 
-    def on_page_context(self, context, page, config, nav):
-        """Pages of a language other than the default load that language's search index (see search_index)."""
+    @event_priority(100)        # before Material's search (0) reads the page
+    def _page_for_search(self, context, page, config, nav):
+        """Pages of a language other than the default load that language's search index (see search_index); the
+        search reads the page's code without its markup (search_text)."""
         context["atlas_language_root"] = search_index.language_root(config.plugins.get("i18n"))
+        self.page_html[page.file.src_uri] = page.content
+        page.content = search_text.for_search(page.content)
         return context
+
+    @event_priority(-100)       # after it: the page is written whole
+    def _page_whole(self, context, page, config, nav):
+        page.content = self.page_html.pop(page.file.src_uri)
+        return context
+
+    on_page_context = CombinedEvent(_page_for_search, _page_whole)
 
     def _copy_katex(self, config):
         katex.copy_assets(self._root(config), Path(config.site_dir))

@@ -47,6 +47,38 @@ def test_one_search_index_per_language_with_every_page_titled(built_site):
     assert "Rutas del módulo" in spanish_text and "Module paths" not in spanish_text
 
 
+def test_search_reads_code_as_its_text(built_site):
+    """Material's search parser finds the same sections, titles and texts in a page whole and in the page as the
+    atlas gives it to the search (atlas.search_text: code blocks without their markup), on the pages of the LDLM's
+    latent encoder and every reference page (110 blocks); and the indexed text still holds the excerpts' code."""
+    import json
+    import re
+
+    from material.plugins.search.plugin import Parser
+
+    from atlas.search_text import for_search
+    site, _ = built_site
+
+    def sections(html: str) -> list[tuple]:
+        parser = Parser()
+        parser.feed(html)
+        parser.close()
+        return [(s.el.tag, s.id, s.depth, "".join(s.title), "".join(s.text)) for s in parser.data]
+    code = re.compile(r"<pre><span></span><code[^>]*>(.*?)</code></pre>", re.S)
+    blocks = 0
+    for page in sorted(site.glob("ldlm/latent_encoder/**/index.html")) + sorted(site.glob("reference/*/index.html")):
+        html = page.read_text()
+        light = for_search(html)
+        assert sections(light) == sections(html), page
+        texts = code.findall(light)
+        assert len(texts) == len(code.findall(html)) and not any("<" in t for t in texts), page
+        blocks += len(texts)
+    assert blocks > 50
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    text = " ".join(d["text"] for d in index["docs"] if d["location"].startswith("ldlm/latent_encoder/blocks/mlp/"))
+    assert "class LayerNorm(Module):" in text and "def forward(self, input: Tensor) -&gt; Tensor:" in text
+
+
 def test_latex_error_fails_the_build(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Broken\n\n$$\n\\frac{1}{\n$$\n")
