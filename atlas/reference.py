@@ -171,15 +171,14 @@ def families() -> dict:
 
 
 def _data_file(path: Path):
-    """A data file, parsed once per version of it in a process (a build asked for families.yml once per reference
+    """A data file, parsed once per text of it in a process (a build asked for families.yml once per reference
     page, 4 ms each); the result is shared, so read, never changed."""
-    stat = path.stat()
-    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+    return _parsed(path.read_text())
 
 
-@functools.lru_cache(maxsize=None)
-def _parsed(path: Path, mtime_ns: int, size: int):
-    return yaml.safe_load(path.read_text())
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str):
+    return yaml.safe_load(text)
 
 
 def _family_of(cls: type) -> str | None:
