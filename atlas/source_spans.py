@@ -9,9 +9,14 @@ anchored below by the first method it defines, and by inspect only where that is
 
 from __future__ import annotations
 
+import bisect
+import codecs
 import inspect
+import io
 import re
 import tokenize
+from array import array
+from collections.abc import Sequence
 
 # inspect.findsource's pattern for the line a function's definition starts on (after walking up from
 # co_firstlineno, which can point into a decorator or a lambda's line)
@@ -21,38 +26,97 @@ _DEF = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*
 # are let go with each pass (a test suite or `mkdocs serve` makes many passes over the same classes)
 _BLOCK_LENGTHS: dict[tuple[str, int, int], int] = {}
 _MOST_BLOCKS = 50_000
+_NEWLINE = re.compile(b"\n")
+
+
+class _File:
+    """A source file's bytes and where each of its lines starts; a line is decoded when asked for. Not one string:
+    decoded whole, transformers' modeling_utils.py (280 KB, one emoji in it) is a 1.1 MB string, four bytes a
+    character, that outlives the pass as free space the process keeps; not a string per line either (5,300 small
+    objects). Lines are split as tokenize.open and linecache split them, at newlines after universal-newline
+    translation, so line numbers agree with inspect's."""
+
+    __slots__ = ("raw", "encoding", "starts", "version")
+
+    def __init__(self, raw: bytes) -> None:
+        self.encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        if self.encoding == "utf-8-sig":        # the byte-order mark is no part of the first line
+            raw, self.encoding = raw.removeprefix(codecs.BOM_UTF8), "utf-8"
+        if b"\r" in raw:
+            raw = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        self.raw = raw
+        self.starts = array("I" if len(raw) < 2 ** 32 else "Q", [0] if raw else [])
+        self.starts.extend(m.end() for m in _NEWLINE.finditer(raw) if m.end() < len(raw))
+        self.version = hash(raw)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def line(self, i: int) -> str:
+        """0-based line i with its ending."""
+        end = self.starts[i + 1] if i + 1 < len(self.starts) else len(self.raw)
+        return self.raw[self.starts[i]:end].decode(self.encoding)
+
+    def lines(self, start: int, stop: int) -> list[str]:
+        return [self.line(i) for i in range(max(start, 0), min(stop, len(self)))]
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def pattern(self, text: str) -> bytes:
+        """`text` as it is written in this file, for a regular expression over its bytes."""
+        return re.escape(text.encode(self.encoding))
+
+
+class _Tail(Sequence):
+    """A file's lines from one line to its end, made as inspect.getblock reads them (it stops at the block's end)."""
+
+    def __init__(self, file: _File, first: int) -> None:
+        self.file, self.first = file, first
+
+    def __len__(self) -> int:
+        return max(len(self.file) - self.first, 0)
+
+    def __iter__(self):
+        return (self.file.line(i) for i in range(self.first, len(self.file)))
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self.file.line(self.first + range(len(self))[index])
 
 
 class SourceFiles:
     """The source files one pass reads, each read once; drop the object to let them go."""
 
     def __init__(self) -> None:
-        self._lines: dict[str, list[str]] = {}
-        self._versions: dict[str, int] = {}
+        self._files: dict[str, _File] = {}
 
-    def lines(self, file: str) -> list[str]:
-        """A file's lines with their endings, split as linecache splits them (so line numbers agree)."""
-        found = self._lines.get(file)
+    def _file(self, file: str) -> _File:
+        found = self._files.get(file)
         if found is None:
-            with tokenize.open(file) as f:
-                found = self._lines[file] = f.readlines()
-            self._versions[file] = hash("".join(found))
+            with open(file, "rb") as f:
+                found = self._files[file] = _File(f.read())
         return found
+
+    def source(self, file: str) -> bytes:
+        """A file's bytes as read, newlines translated."""
+        return self._file(file).raw
 
     def block(self, file: str, start: int) -> list[str]:
         """The lines of the block (a def or class, decorators included) whose first line is 0-based `start`."""
-        lines = self.lines(file)
-        key = (file, self._versions[file], start)
+        read = self._file(file)
+        key = (file, read.version, start)
         length = _BLOCK_LENGTHS.get(key)
         if length is None:
             if len(_BLOCK_LENGTHS) >= _MOST_BLOCKS:
                 _BLOCK_LENGTHS.clear()
-            length = _BLOCK_LENGTHS[key] = len(inspect.getblock(lines[start:]))
-        return lines[start:start + length]
+            length = _BLOCK_LENGTHS[key] = len(inspect.getblock(_Tail(read, start)))
+        return read.lines(start, start + length)
 
     def text(self, file: str, start: int, end: int) -> str:
         """Lines start..end (1-based, inclusive), joined without their endings."""
-        return "\n".join(line.rstrip("\r\n") for line in self.lines(file)[start - 1:end])
+        return "\n".join(line.rstrip("\r\n") for line in self._file(file).lines(start - 1, end))
 
     def function(self, fn) -> tuple[str, int, list[str]] | None:
         """(file, first line, lines) of a function, decorators included: what inspect.getsourcelines gives."""
@@ -65,13 +129,13 @@ class SourceFiles:
         if code is None or file is None:
             return None
         try:
-            lines = self.lines(file)
+            read = self._file(file)
         except OSError:
             return None
         n = code.co_firstlineno - 1
-        if not 0 <= n < len(lines):
+        if not 0 <= n < len(read):
             return None
-        while n > 0 and not _DEF.match(lines[n]):
+        while n > 0 and not _DEF.match(read.line(n)):
             n -= 1
         return file, n + 1, self.block(file, n)
 
@@ -84,10 +148,10 @@ class SourceFiles:
         if file is None:
             return None
         try:
-            lines = self.lines(file)
+            read = self._file(file)
         except OSError:
             return None
-        start = self._class_line(cls, file, lines)
+        start = self._class_line(cls, file, read)
         if start is None:                           # ambiguous here: inspect decides (and parses the file)
             try:
                 found, first = inspect.getsourcelines(cls)
@@ -96,24 +160,24 @@ class SourceFiles:
             return file, first, found
         return file, start + 1, self.block(file, start)
 
-    def _class_line(self, cls: type, file: str, lines: list[str]) -> int | None:
+    def _class_line(self, cls: type, file: str, read: _File) -> int | None:
         """The 0-based line of the class's first decorator, else of its `class` line; None when unsure."""
-        header = re.compile(rf"^(\s*)class\s+{re.escape(cls.__name__)}\b")
-        candidates = [i for i, line in enumerate(lines) if header.match(line)]
+        header = re.compile(rb"^([^\S\n]*)class[^\S\n]+" + read.pattern(cls.__name__) + rb"\b", re.M)
+        indents = {read.line_of(m.start()): len(m.group(1)) for m in header.finditer(read.raw)}     # line: indent
         anchor = self._first_method_line(cls, file)
-        if anchor is not None:
-            indent = len(lines[anchor]) - len(lines[anchor].lstrip())
-            above = [i for i in candidates if i < anchor and len(header.match(lines[i]).group(1)) < indent]
+        if anchor is not None and anchor < len(read):
+            method = read.line(anchor)
+            above = [i for i, indent in indents.items() if i < anchor and indent < len(method) - len(method.lstrip())]
             if not above:
                 return None
             line = above[-1]
-        elif len(candidates) == 1 and "." not in cls.__qualname__ and not header.match(lines[candidates[0]]).group(1):
-            line = candidates[0]
+        elif anchor is None and len(indents) == 1 and "." not in cls.__qualname__ and not next(iter(indents.values())):
+            line = next(iter(indents))
         else:
             return None
-        while line > 0 and lines[line - 1].lstrip().startswith("@"):
+        while line > 0 and read.line(line - 1).lstrip().startswith("@"):
             line -= 1
-        previous = lines[line - 1].split("#", 1)[0].strip() if line > 0 else ""
+        previous = read.line(line - 1).split("#", 1)[0].strip() if line > 0 else ""
         if previous.endswith((")", ",", "(", "\\")):     # maybe a decorator written over several lines
             return None
         return line

@@ -50,7 +50,7 @@ def test_files_are_read_once_and_not_kept_in_linecache():
     file, start, lines = files.klass(modeling_llama.LlamaAttention)
     assert lines[0].startswith("@") and lines[1].startswith("class LlamaAttention(")     # its decorator first
     assert files.text(file, start, start + 1) == "".join(lines[:2]).rstrip("\n")
-    assert files.lines(file) is files.lines(file)
+    assert files.source(file) is files.source(file)
     assert file not in linecache.cache
 
 
@@ -74,3 +74,28 @@ def test_a_block_is_found_again_in_an_edited_file(tmp_path, monkeypatch):
     assert path.stat().st_size == size
     assert SourceFiles().klass(two.A)[2][-1] == "    x=2\n"
     assert SourceFiles().function(two.A.f)[2] == ["    def f(self):\n", "        return 1\n"]
+
+
+@pytest.mark.parametrize("encoded", [
+    "\ufeffclass A:\n    def f(self):\n        return 'é'\n".encode("utf-8"),                    # a byte-order mark
+    b"# -*- coding: latin-1 -*-\nclass A:\n    def f(self):\n        return '\xe9'\n",           # a coding cookie
+    "x = '🤗'\r\nclass A:\r\n    def f(self):\r\n        return 1\r\n".encode("utf-8"),       # CRLF, 4-byte char
+    b"x = 1\rclass A:\r    def f(self):\r        return 1\r",                                    # old Mac endings
+], ids=["bom", "latin-1", "crlf", "cr"])
+def test_spans_of_encoded_files_are_inspects(encoded, tmp_path, monkeypatch):
+    """Lines are decoded and split as inspect reads them, whatever the file's encoding and line endings, and the class
+    is found without inspect (which would parse the file and keep it in linecache)."""
+    import importlib.util
+    path = tmp_path / "encoded.py"
+    path.write_bytes(encoded)
+    spec = importlib.util.spec_from_file_location("encoded", path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "encoded", mod)
+    spec.loader.exec_module(mod)
+    files = SourceFiles()
+    klass, function = files.klass(mod.A), files.function(mod.A.f)
+    assert str(path) not in linecache.cache
+    lines, start = inspect.getsourcelines(mod.A)
+    assert klass[1:] == (start, lines)
+    assert function[1:] == tuple(reversed(inspect.getsourcelines(mod.A.f)))
+    assert files.text(str(path), start, start + 2) == "".join(lines).rstrip("\n")
