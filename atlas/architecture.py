@@ -553,19 +553,35 @@ def _limits(config, prefix: str) -> list[tuple[str, int]]:
     return [(prefix + name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
 
 
-def position_tables(root: Call | None) -> dict[str, tuple[int, str]]:
-    """The symbol each table of absolute positions is looked up by, and its rows: T <= 32 for nanoGPT's `wpe`
-    (module path). Fake tensors never check an index against a table, so the record itself does not say."""
-    out: dict[str, tuple[int, str]] = {}
+def _position_lookups(root: Call | None):
+    """(call, positions looked up) for each table of absolute positions the record looks up: the positions a
+    symbol, or a number where the size was fixed (--dim T=100)."""
     for call in (root.calls() if root is not None else ()):
         if isinstance(call.module, nn.Embedding):
             idx = _lookup_index(call)
             last = idx.shape[-1] if idx is not None and idx.shape else None
-            if getattr(last, "is_Symbol", False) and _absolute_positions(idx):
-                rows = call.module.num_embeddings
-                if str(last) not in out or rows < out[str(last)][0]:
-                    out[str(last)] = (rows, call.path)
+            if last is not None and _absolute_positions(idx):
+                yield call, last
+
+
+def position_tables(root: Call | None) -> dict[str, tuple[int, str]]:
+    """The symbol each table of absolute positions is looked up by, and its rows: T <= 32 for nanoGPT's `wpe`
+    (module path). Fake tensors never check an index against a table, so the record itself does not say."""
+    out: dict[str, tuple[int, str]] = {}
+    for call, last in _position_lookups(root):
+        if getattr(last, "is_Symbol", False):
+            rows = call.module.num_embeddings
+            if str(last) not in out or rows < out[str(last)][0]:
+                out[str(last)] = (rows, call.path)
     return out
+
+
+def tables_overrun(root: Call | None) -> list[tuple[str, int, int]]:
+    """(module path, rows, positions) of each table of absolute positions looked up past its last row at a size
+    given as a number (--dim T=100 on a 64-row table): the record holds, fake tensors check no index, but forward()
+    fails at that size."""
+    return [(call.path, call.module.num_embeddings, int(last)) for call, last in _position_lookups(root)
+            if isinstance(last, int) and last > call.module.num_embeddings]
 
 
 def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:

@@ -386,6 +386,12 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                              condition=expressions.said(condition), site=site or "?",
                              sizes=", ".join(f"{s} = {v}" for s, v in trace.hints.items()
                                              if re.search(rf"\b{s}\b", condition))))
+    if trace is not None and trace.error is None:
+        from atlas.architecture import tables_overrun
+        for path, rows, positions in tables_overrun(trace.root):
+            notes.append(msg("%(path)s looks up %(positions)s positions in a table of %(rows)s: forward() fails at "
+                             "these sizes, and their shapes and counts are the code's arithmetic, not a run's",
+                             path=path, positions=f"{positions:,}", rows=f"{rows:,}"))
     if trace is not None and trace.error is None and trace.root is not None and trace.specialized:
         # the code needs exact sizes for some symbols (a Python loop over positions): shapes from probes at
         # several sizes, the equations from this run, checked at the sizes it was made at

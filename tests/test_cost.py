@@ -304,6 +304,21 @@ def test_a_dim_bound_holds_for_the_reference_sizes_too():
     assert dict(doc.cost_summary.reference)["T"] == 12
 
 
+def test_a_dim_past_a_position_table_is_said():
+    """--dim T=20 on a table of 16 positions: fake tensors check no index, so the record holds, and the describe
+    printed shapes at T = 20 with nothing on stderr; the note says the forward fails there. T = 16 fits: no note."""
+    from atlas import i18n
+    loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:table_16")
+    past = pipeline.document(loaded, pipeline.Settings(inputs=("idx:int64[B,T]",), verify=False,
+                                                       fixed_dims=(("T", 20),)))
+    said = [i18n.render(n) for n in past.input_notes if "positions in a table" in i18n.render(n)]
+    assert said == ["wpe looks up 20 positions in a table of 16: forward() fails at these sizes, and their shapes "
+                    "and counts are the code's arithmetic, not a run's"], past.input_notes
+    within = pipeline.document(loaded, pipeline.Settings(inputs=("idx:int64[B,T]",), verify=False,
+                                                         fixed_dims=(("T", 16),)))
+    assert not [n for n in within.input_notes if "positions in a table" in i18n.render(n)]
+
+
 def test_counts_from_a_record_at_concrete_sizes_say_which():
     """A forward that runs on no fake tensors is recorded at the probes' sizes: its counts hold there, and the pages
     said "At : 64 FLOPs", naming none. A forward that stops halfway gives no shapes, and no counts at all (a layer
