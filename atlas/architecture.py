@@ -59,12 +59,14 @@ def _lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) 
     """The lists of blocks, outermost only: (their entries' components, how many entries). An entry listed apart
     (model.layers.0) and the repeated rest (model.layers.1-3) are one list of four. A list whose entries the
     forward runs side by side (experts, each on its own tokens) is no stack of layers: `side_by_side` lists those
-    whose entries read rows of one tensor (atlas.architecture._routed)."""
+    whose entries read rows of one tensor (atlas.architecture._routed), inside a list of layers too (the experts
+    of each layer's MoE)."""
     lists: dict[str, list[Component]] = {}
     inside: list[Component] = []
     for comp in doc.components[1:]:
         parent, _, index = comp.module_paths[0].rpartition(".")
-        if not (index.isdigit() and _computing_children(doc, comp)) or any(a in inside for a in doc.ancestors(comp.id)):
+        if not (index.isdigit() and _computing_children(doc, comp)) or \
+                (not side_by_side and any(a in inside for a in doc.ancestors(comp.id))):
             continue
         lists.setdefault(parent, []).append(comp)
         inside.append(comp)

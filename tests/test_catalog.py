@@ -217,6 +217,13 @@ def test_a_list_of_experts_is_no_stack_of_layers():
     assert a.layers == () and [(t.value, t.component) for t in a.experts] == [(4, "experts")]
 
 
+def test_a_list_of_experts_inside_a_list_of_layers_is_counted():
+    """Each of two layers routes its rows to a list of four experts: the catalog counted the layers and read the
+    experts' list, inside one of them, as nothing (only the outermost lists were looked at)."""
+    a = _doc("tests/fixtures/models.py:layers_of_experts").architecture
+    assert values(a.layers) == [2] and [(t.value, t.component) for t in a.experts] == [(4, "layers.experts")]
+
+
 def test_per_channel_weights_and_per_stage_heads_are_no_experts():
     """RWKV keeps per-channel mixing weights as [1, 1, d]: the catalog read one expert and an FFN width of 1.
     Segformer's decode head runs one projection per encoder stage, side by side: it read them as experts."""
