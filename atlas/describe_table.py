@@ -84,10 +84,11 @@ def table(doc: ModelDoc) -> str:
     hint = " (run with --verify to check them)" if derived else ""       # nothing derived: nothing to check
     lines.append(f"components {len(doc.components)}: shapes for {with_shapes}, equations for {derived}"
                  + (f", verified for {verified}" if checked else hint))
-    if doc.cost is not None and doc.cost_summary is not None:
+    if doc.cost_summary is not None and any(c.cost is not None for c in doc.components):
         at = ", ".join(f"{k} = {v}" for k, v in doc.cost_summary.reference)
-        lines.append(f"FLOPs of one instance's forward{' at ' + at if at else ''}; the model's: "     # sizes all given
-                     f"{si(at_reference(doc.cost.flops, doc.cost_summary.reference), '').strip()}")
+        model = (f"the model's: {si(at_reference(doc.cost.flops, doc.cost_summary.reference), '').strip()}"
+                 if doc.cost is not None else "the model's: not counted (sizes the data decides)")
+        lines.append(f"FLOPs of one instance's forward{' at ' + at if at else ''}; {model}")      # sizes all given
     if doc.inputs:
         lines.append(f"inputs {' '.join(doc.inputs)}" + (f"  ({symbols})" if symbols else ""))
     decided = sorted({u for c in doc.components if c.shapes for t in (*c.shapes.inputs, *c.shapes.outputs)

@@ -285,6 +285,16 @@ def test_a_dim_for_a_symbol_the_inputs_do_not_have_is_bad_input(tmp_path, capsys
     assert "FLOPs of one instance's forward at B = 4;" in capsys.readouterr().out
 
 
+def test_the_sizes_of_the_counts_are_said_where_the_model_has_no_count(capsys):
+    """A router decides how many rows each expert gets: the model has no count, its router has one; the table gave
+    the router's FLOPs and never said at what sizes."""
+    assert main(["describe", fixture_spec("top_two_experts")]) == 0
+    out = capsys.readouterr().out
+    assert "FLOPs of one instance's forward at B = 1; the model's: not counted (sizes the data decides)" in out
+    router = next(line for line in out.splitlines() if line.strip().startswith("Router"))
+    assert router.split()[:5] == ["Router", "Linear", "1", "36", f"{2 * 8 * 4:.1f}"]     # 2 · d · experts · B, B = 1
+
+
 def test_a_spec_file_imports_the_files_beside_it(tmp_path, capsys):
     """`from beside_parts import Block` in a SPEC file finds beside_parts.py in its folder, as `python file.py`
     would, whatever the working folder; it exited 2 with "No module named". sys.path is as it was afterwards."""
