@@ -452,7 +452,8 @@ def test_a_recurrent_layer_started_from_a_given_state(kind, layers, bidirectiona
     assert doc.component("rnn").summary.endswith(", from the state the call gives."), doc.component("rnn").summary
     assert _leaf_doc(model.rnn, ["input:float32[B,T,5]" if batch_first else "input:float32[T,B,5]"]).root.summary \
         .endswith(", from a zero state."), "called without a state"
-    given = r"x,\,z\right)" if kind == "GRU" else r"x,\,z,\,{z'}\right)"       # z, z': h0 and c0 expanded
+    # h: h0 expanded, by the code's own name for it (`h = self.h0.expand(...).contiguous()`); z: c0 expanded
+    given = r"x,\,h\right)" if kind == "GRU" else r"x,\,h,\,z\right)"
     assert any(rf"\operatorname{{{kind}}}\!\left({given}" in line for line in lines(doc, "")), lines(doc, "")
 
 
@@ -602,3 +603,32 @@ def test_a_stopped_gradient_is_written_and_explained():
     assert r"{\operatorname{sg}\!\left(\mathrm{zq}\right)}_j-z" in text and r"{\mathrm{zq}}_j-\operatorname{sg}\!\left(z\right)" in text
     e = doc.root.equations
     assert [tex for tex, _ in e.notations] == [r"\operatorname{sg}"] and e.verification.verified
+
+
+class _NoOps(nn.Module):
+    """What changes nothing on this instance: a scale the config set to 1.0, a cut that keeps the whole axis
+    (transformers' `logits_to_keep = 0` is `x[:, -0:, :]`)."""
+
+    def __init__(self, scaling: float = 1.0, keep: int = 0):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.scaling, self.keep = scaling, keep
+
+    def forward(self, x):
+        kept = self.lin(x)[:, -self.keep:, :]
+        cos = kept.cos() * self.scaling
+        return cos
+
+
+def test_a_scale_of_one_and_a_whole_slice_are_no_steps():
+    """"cos = cos(emb) · 1" read like a typo, and "x' = x[:, 0:, :]" was a step of its own; with them out of the
+    op tree the page's steps are those that compute, named as the code names them (`cos`), and still verified.
+    A scale of 2 and a cut of the last 3 positions stay."""
+    doc = _leaf_doc(_NoOps(), ["x:float32[B,T,4]"])
+    assert lines(doc, "") == [r"\mathrm{kept} = x\,{W_{\mathrm{lin}}}+{b_{\mathrm{lin}}}",
+                              r"\mathrm{cos} = \cos\left(\mathrm{kept}\right)"]
+    assert doc.root.equations.verification.verified
+    kept = _leaf_doc(_NoOps(2.0, 3), ["x:float32[B,T,4]"])
+    assert any(r"\left[" in line for line in lines(kept, "")) and any(r"\,2" in line for line in lines(kept, "")), \
+        lines(kept, "")
+    assert kept.root.equations.verification.verified

@@ -165,9 +165,13 @@ class Builder(ChildCalls, ListLoops):
             if ref.value.id in d.env:
                 continue
             d.env[ref.value.id] = node
-            if id(node) not in d.value_of and not isinstance(node, Sym):
+            if isinstance(node, Sym):
+                continue
+            if id(node) not in d.value_of:
                 d.value_of[id(node)] = ref.value
                 d.section_of[id(node)] = section
+            elif ref.value.names and not d.value_of[id(node)].names:      # `cos = emb.cos() * 1`: named `cos`
+                d.value_of[id(node)] = ref.value
 
     def node_of(self, ref: Ref) -> Node:
         d = self.d

@@ -24,6 +24,8 @@ def _scaled(L: Lowering, name: str, x):
 def _binary(op, reverse=False):
     def lower(L: Lowering):
         other = "exponent" if op is m.Pow and L.has("exponent") else "other"       # torch.pow(x, exponent)
+        if op is m.Mul and _times_one(L):
+            return L.operand()
         a, b = L.num("input"), L.num(other)
         if reverse or (op in (m.Add, m.Mul) and not isinstance(L.get(other), Ref) and scalar_on_left(L.ev)):
             a, b = b, a
@@ -31,6 +33,14 @@ def _binary(op, reverse=False):
             return op(a, _scaled(L, "alpha", b))
         return op(a, b)
     return lower
+
+
+def _times_one(L: Lowering) -> bool:
+    """x * 1 with a number 1 (a scale the config sets to 1.0, as transformers' rotary attention_scaling) that keeps
+    x's dtype: x itself, as `_scaled` leaves out an alpha of 1 ("cos(emb) · 1" read like a typo)."""
+    x, one = L.get("input"), L.get("other")
+    return isinstance(x, Ref) and isinstance(one, (int, float)) and not isinstance(one, bool) and one == 1 and \
+        isinstance(L.ev.out, Ref) and L.ev.out.value.dtype == x.value.dtype
 
 
 def _div(L: Lowering):

@@ -189,6 +189,8 @@ def _getitem(L: Lowering):
     shape = L.shape(x_ref)
     # x[..., a:b] or x[:, :, a:b] on the last axis: the seed's x_{a+1:b}
     parts = index if isinstance(index, tuple) else (index,)
+    if parts and all(p is Ellipsis or _whole(p) for p in parts):
+        return x                                    # x[:, 0:, :] (transformers' logits_to_keep = 0) is x
     if shape and parts and isinstance(parts[-1], slice) and parts[-1].step is None and all(
             p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in parts[:-1]) \
             and (parts[0] is Ellipsis or len(parts) == len(shape)):
@@ -201,6 +203,12 @@ def _getitem(L: Lowering):
             if not _negative(lo) and not _negative(hi):
                 return t.Slice(x, SizeOf(lo), SizeOf(hi), dim=len(shape) - 1, last=True)
     return t.Index(x, index)
+
+
+def _whole(p) -> bool:
+    """A slice that keeps a whole axis: `:`, `0:`, `::1`."""
+    return isinstance(p, slice) and p.start in (None, 0) and p.stop is None and p.step in (None, 1) and \
+        not any(isinstance(v, bool) for v in (p.start, p.step))
 
 
 def _negative(v) -> bool:
