@@ -212,8 +212,9 @@ def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[
     attention_ids = {c.id for s in stacks for c in _descendants(doc, s) if _attention(doc, c)}
     for call in root.calls():
         cid = by_path.get(call.path)
-        if cid in attention_ids and _rotates(call):
-            out.append(Trait("rotary", cid))
+        rotated = _rotation(call) if cid in attention_ids else None
+        if rotated is not None:             # "rotary 6/12": rotary on 6 of each head's 12 dims, the rest passed
+            out.append(Trait("rotary" if not rotated else f"rotary {rotated[0]}/{rotated[1]}", cid))
         for ev in call.events:
             if not isinstance(ev, OpEvent):
                 continue
@@ -231,22 +232,41 @@ def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[
 _MULS = {"mul", "__mul__", "__rmul__", "Tensor.mul", "Tensor.__mul__", "Tensor.__rmul__", "addcmul"}
 
 
-def _rotates(call: Call) -> bool:
+def _rotation(call: Call) -> tuple[int, ...] | None:
     """Whether an attention rotates its queries or keys by the cosines and sines it receives: it multiplies them,
     elementwise, with its own values (q·cos + rotate_half(q)·sin), or multiplies them as complex numbers by
     e^{iθ} (Meta's Llama code: freqs_cis, from torch.polar). Sinusoidal embeddings it projects or contracts
-    instead (Funnel's relative positions) are no rotation."""
+    instead (Funnel's relative positions) are no rotation. None where it does not; (rotated dims, dims) where what
+    it rotates is a cut of each head's last axis (Persimmon's and GPT-NeoX's partial rotary: q[..., :6] of 12),
+    else ()."""
     given = {id(r.value) for r in _refs((call.args, call.kwargs))
              if _made_by(r.value, {"cos", "sin", "polar"}) or (r.value.dtype or "").startswith("complex")}
     if not given:
-        return False
+        return None
     for c in call.calls():
         for ev in c.events:
             if isinstance(ev, OpEvent) and _short(ev.name) in _MULS:
-                chains = [{id(u) for u in _chain(r.value, _laid_out, 8)} for r in _refs((ev.args, ev.kwargs))]
-                if any(chain & given for chain in chains) and any(not chain & given for chain in chains):
-                    return True
-    return False
+                chains = [list(_chain(r.value, _laid_out, 8)) for r in _refs((ev.args, ev.kwargs))]
+                rotated = [chain for chain in chains if not {id(u) for u in chain} & given]
+                if rotated and len(rotated) < len(chains):
+                    return _cut_of_last_axis(rotated[0])
+    return None
+
+
+def _cut_of_last_axis(chain) -> tuple[int, ...]:
+    """(its last axis, the axis it was cut from) where a value, a few layout steps back, is a cut of a longer last
+    axis of as many axes (x[..., :6] of 12), as long as its own, else (): a cut of a fused projection before the
+    heads are split (Phi-3's q, 64 of qkv's 128) is no partial rotary."""
+    chain = list(chain)
+    for v in chain:
+        ev = v.made_by
+        source = _refs(ev.args[:1]) if ev is not None and _short(ev.name) == "__getitem__" else []
+        whole = source[0].value.shape if source else None
+        if whole and v.shape and len(whole) == len(v.shape) and isinstance(whole[-1], int) and \
+                isinstance(v.shape[-1], int) and v.shape[-1] < whole[-1] and list(whole[:-1]) == list(v.shape[:-1]) \
+                and chain[0].shape and v.shape[-1] == chain[0].shape[-1]:
+            return v.shape[-1], whole[-1]
+    return ()
 
 
 def _position_table(ev: OpEvent):

@@ -51,6 +51,9 @@ def _kinds(value) -> str:
              "frozen": i18n.gettext("frozen table")}
     if isinstance(value, str) and value.startswith("gated "):
         return i18n.gettext("gated %(name)s") % {"name": value.removeprefix("gated ")}
+    if isinstance(value, str) and value.startswith("rotary "):          # "rotary 6/12": a partial rotary
+        rotated, dims = value.removeprefix("rotary ").split("/")
+        return i18n.gettext("rotary on %(rotated)s of %(dims)s dims") % {"rotated": rotated, "dims": dims}
     return words.get(value, str(value))
 
 

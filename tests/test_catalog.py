@@ -45,11 +45,27 @@ def test_grouped_query_rotary_gated(llama):
     assert [(t.value, t.source) for t in a.context] == [(256, "max_position_embeddings")]
 
 
+def test_a_partial_rotary_says_how_many_dims_it_rotates():
+    """GPT-NeoX rotates 4 of each head's 16 dims (partial_rotary_factor 0.25) and passes the rest: the catalog said
+    "rotary" as for a whole head. Phi-3 cuts q from its fused qkv projection before splitting heads, and rotates
+    each head whole: no partial rotary."""
+    from atlas import i18n
+    from atlas.catalog import rows
+    neox = _doc(f"{SUITE}:gpt_neox")
+    assert [(t.value, t.component) for t in neox.architecture.positions] == [("rotary 4/16",
+                                                                              "gpt_neox.layers.attention")]
+    assert rows([neox])[0].cells["positions"].parts[0][0] == "rotary on 4 of 16 dims"
+    with i18n.language("es"):
+        assert rows([neox])[0].cells["positions"].parts[0][0] == "rotatorias en 4 de 16 dimensiones"
+    assert values(_doc(f"{SUITE}:phi3").architecture.positions) == ["rotary"]
+
+
 def test_rotary_positions_on_interleaved_pairs():
     """GLM-4 (and Helium, Moonshine) rotate interleaved pairs, their cosines and sines repeated element by element
-    (repeat_interleave): the catalog read no positions at all."""
+    (repeat_interleave): the catalog read no positions at all. GLM-4 rotates half of each head's dims (its config's
+    partial_rotary_factor, 0.5 by default)."""
     a = _doc("tests/fixtures/hf_models.py:glm4").architecture
-    assert [(t.value, t.component) for t in a.positions] == [("rotary", "layers.self_attn")]
+    assert [(t.value, t.component) for t in a.positions] == [("rotary 8/16", "layers.self_attn")]
 
 
 def test_a_norms_gain_is_no_position_table_and_a_list_never_run_no_layers():
@@ -246,7 +262,7 @@ def test_only_the_experts_width_reads_as_so_many_experts():
 def test_cosines_an_attention_projects_are_no_rotary_positions():
     """Funnel's attention receives sinusoidal embeddings and contracts them with its queries (relative positions):
     the catalog read "rotary" wherever an attention received cosines and sines. Rotary multiplies them into q, k."""
-    from atlas.architecture import _rotates
+    from atlas.architecture import _rotation
     from atlas.trace.structures import Call, OpEvent, Ref, Value
 
     def made(name, *inputs):
@@ -260,7 +276,7 @@ def test_cosines_an_attention_projects_are_no_rotary_positions():
     rotated.events = [q.made_by, made("Tensor.mul", q, made("Tensor.unsqueeze", cos)).made_by]
     projected = Call(None, "attn", (Ref(x), Ref(cos)), {})
     projected.events = [q.made_by, made("linear", cos, w).made_by, made("einsum", q, cos).made_by]
-    assert _rotates(rotated) and not _rotates(projected)
+    assert _rotation(rotated) == () and _rotation(projected) is None
 
 
 def test_a_state_space_mixers_inner_width_is_no_ffn():
