@@ -632,3 +632,29 @@ def test_a_scale_of_one_and_a_whole_slice_are_no_steps():
     assert any(r"\left[" in line for line in lines(kept, "")) and any(r"\,2" in line for line in lines(kept, "")), \
         lines(kept, "")
     assert kept.root.equations.verification.verified
+
+
+class _ScaleOfATensor(nn.Module):
+    """DeBERTa's scale, `torch.sqrt(torch.tensor(q.size(-1)) * scale_factor)`, and its score summed from a 0."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        q, k = self.q(x), self.k(x)
+        scale = torch.sqrt(torch.tensor(q.size(-1), dtype=torch.float) * 3)
+        score = 0
+        score += q @ k.transpose(-1, -2) / scale
+        return 0 - score.softmax(-1)
+
+
+def test_a_tensor_of_one_number_is_that_number_and_a_sum_from_zero_starts_at_its_first_term():
+    """The scale printed as \\sqrt{\\operatorname{tensor}(\\ldots)\\,3}, a placeholder where the code has 8, and the
+    score as "... + 0". 0 - x stays a subtraction."""
+    doc = _leaf_doc(_ScaleOfATensor(), ["x:float32[B,T,8]"])
+    steps = lines(doc, "")
+    assert r"\mathrm{scale} = \sqrt{8\cdot 3}" in steps, steps
+    assert not any("tensor" in line or line.endswith("+0") for line in steps), steps
+    assert steps[-1].startswith("y = 0-"), steps[-1]
+    assert doc.root.equations.verification.verified

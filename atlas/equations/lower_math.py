@@ -24,7 +24,7 @@ def _scaled(L: Lowering, name: str, x):
 def _binary(op, reverse=False):
     def lower(L: Lowering):
         other = "exponent" if op is m.Pow and L.has("exponent") else "other"       # torch.pow(x, exponent)
-        if op is m.Mul and _times_one(L):
+        if _changes_nothing(L, op) and not (reverse and op is m.Sub):       # 0 - x is no x
             return L.operand()
         a, b = L.num("input"), L.num(other)
         if reverse or (op in (m.Add, m.Mul) and not isinstance(L.get(other), Ref) and scalar_on_left(L.ev)):
@@ -35,12 +35,15 @@ def _binary(op, reverse=False):
     return lower
 
 
-def _times_one(L: Lowering) -> bool:
-    """x * 1 with a number 1 (a scale the config sets to 1.0, as transformers' rotary attention_scaling) that keeps
-    x's dtype: x itself, as `_scaled` leaves out an alpha of 1 ("cos(emb) · 1" read like a typo)."""
-    x, one = L.get("input"), L.get("other")
-    return isinstance(x, Ref) and isinstance(one, (int, float)) and not isinstance(one, bool) and one == 1 and \
-        isinstance(L.ev.out, Ref) and L.ev.out.value.dtype == x.value.dtype
+def _changes_nothing(L: Lowering, op) -> bool:
+    """x * 1, x + 0 or x - 0 with a number (a scale the config sets to 1.0, as transformers' rotary
+    attention_scaling; `score = 0; score += c2p` in DeBERTa) that keeps x's dtype: x itself, as `_scaled` leaves
+    out an alpha of 1 ("cos(emb) · 1" read like a typo)."""
+    neutral = {m.Mul: 1, m.Add: 0, m.Sub: 0}.get(op)
+    x, number = L.get("input"), L.get("other")
+    return neutral is not None and isinstance(x, Ref) and isinstance(number, (int, float)) and \
+        not isinstance(number, bool) and number == neutral and isinstance(L.ev.out, Ref) and \
+        L.ev.out.value.dtype == x.value.dtype
 
 
 def _div(L: Lowering):

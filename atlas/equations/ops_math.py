@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 
 import sympy
 import torch
 
 from atlas.equations.nodes import ADD, ATOM, MUL, POW, Node, Num, SizeOf, Sym
+
+_DIGIT_END, _DIGIT_START = re.compile(r"\d\}*$"), re.compile(r"\{*[\d.]")     # a product's factors as printed
 
 
 class Add(Node):
@@ -50,8 +53,9 @@ class Mul(Node):
     def tex(self, p):
         a, b = self.args
         left, right = p.wrap(a, MUL), p.wrap(b, MUL)
-        if p.is_scalar(a) or p.is_scalar(b):
-            return f"{left}\\,{right}"
+        if p.is_scalar(a) or p.is_scalar(b):    # 8 · 3, not "8 3": two numbers side by side read as one
+            return f"{left}\\cdot {right}" if _DIGIT_END.search(left) and _DIGIT_START.match(right) \
+                else f"{left}\\,{right}"
         return f"{left}\\odot {right}"
 
     def run(self, ev, a, b):

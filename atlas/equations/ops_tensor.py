@@ -300,6 +300,8 @@ class Constant(Node):
 
     def tex(self, p):
         data = self.meta["data"]
+        if isinstance(data, (int, float)) and not isinstance(data, bool):     # torch.tensor(8): the number
+            return number_tex(data)
         if isinstance(data, (list, tuple)) and len(data) <= 4:
             return r"\left(" + ",".join(number_tex(x) if isinstance(x, (int, float)) else str(x) for x in data) + r"\right)"
         if isinstance(data, (list, tuple)) and not data:
