@@ -274,19 +274,42 @@ def _position_table(ev: OpEvent):
     `weight[position_ids]`), or added to activations row by row (ViT's `position_embeddings`)."""
     name, refs = _short(ev.name), _refs(ev.args)
     params = [r.value for r in refs if r.value.kind == "param" and r.value.shape is not None and len(r.value.shape) >= 2]
+    if name in ("add", "__add__", "__radd__", "__iadd__"):
+        # rows over a sequence's positions: added to a [B, T, d] sequence, or to one of its own rank ([1, T, d]),
+        # the table whole or its first rows (`x + self.pos[:t]`); XLNet's [heads, d] bias added to
+        # [T, B, heads, d] queries is no table of positions
+        rows = [(r.value, r.value) for r in refs if any(r.value is t for t in params)] + \
+            [(cut, r.value) for r in refs for cut in [_first_rows_of(r.value)] if cut is not None]
+        if not rows:
+            return None
+        table, added = rows[0]
+        return table if any(v.shape is not None and len(v.shape) >= 3 and v.kind != "param"
+                            and len(v.shape) in (3, len(added.shape))
+                            and tuple(v.shape[-2:]) == tuple(added.shape[-2:])
+                            for v in (r.value for r in refs) if v is not added) else None
     if not params:
         return None
     table = params[0]
     others = [r.value for r in refs if r.value is not table]
     if name in ("embedding", "__getitem__", "index_select"):
         return table if any(_positional(v) for v in others) else None
-    if name in ("add", "__add__", "__radd__", "__iadd__"):
-        # rows over a sequence's positions: added to a [B, T, d] sequence, or to one of its own rank ([1, T, d]);
-        # XLNet's [heads, d] bias added to [T, B, heads, d] queries is no table of positions
-        return table if any(v.shape is not None and len(v.shape) >= 3 and v.kind != "param"
-                            and len(v.shape) in (3, len(table.shape))
-                            and tuple(v.shape[-2:]) == tuple(table.shape[-2:]) for v in others) else None
     return None
+
+
+def _first_rows_of(v):
+    """The parameter a value is the first rows of (`self.pos[:t]`, a table of at least two axes cut on its first),
+    else None."""
+    ev = v.made_by
+    if ev is None or _short(ev.name) != "__getitem__":
+        return None
+    source = _refs(ev.args[:1])
+    table = source[0].value if source else None
+    index = ev.args[1] if len(ev.args) > 1 else None
+    first = index[0] if isinstance(index, tuple) and index else index
+    if table is None or table.kind != "param" or table.shape is None or len(table.shape) < 2 or \
+            not isinstance(first, slice) or first.start not in (None, 0) or first.step not in (None, 1):
+        return None
+    return table
 
 
 def _chain(v, follow, steps: int):
@@ -618,6 +641,11 @@ def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
             idx = _lookup_index(call)
             if idx is not None and _absolute_positions(idx):
                 out.append(Trait(call.module.num_embeddings, by_path.get(call.path)))
+        for ev in call.events:          # `x + self.pos[:t]`: the table's rows are the context
+            table = _position_table(ev) if isinstance(ev, OpEvent) else None
+            if table is not None and any(_first_rows_of(r.value) is table for r in _refs(ev.args)) and \
+                    isinstance(table.shape[0], int):
+                out.append(Trait(table.shape[0], by_path.get(table.owner or "", by_path.get(call.path))))
     return out[:1]
 
 

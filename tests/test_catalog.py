@@ -240,6 +240,14 @@ def test_a_list_of_experts_inside_a_list_of_layers_is_counted():
     assert values(a.layers) == [2] and [(t.value, t.component) for t in a.experts] == [(4, "layers.experts")]
 
 
+def test_a_table_of_positions_added_cut_to_the_length_is_learned_positions_and_the_context():
+    """`x + self.pos[:t]` with a [16, 8] parameter: the record was capped at T = 16 by it, and the catalog read no
+    positions and no context (it knew tables looked up by positions, or added whole)."""
+    a = _doc("tests/fixtures/models.py:sliced_positions").architecture
+    assert [(t.value, t.component) for t in a.positions] == [("learned", "")]
+    assert [(t.value, t.component) for t in a.context] == [(16, "")]
+
+
 def test_per_channel_weights_and_per_stage_heads_are_no_experts():
     """RWKV keeps per-channel mixing weights as [1, 1, d]: the catalog read one expert and an FFN width of 1.
     Segformer's decode head runs one projection per encoder stage, side by side: it read them as experts."""
