@@ -455,6 +455,9 @@ def test_a_recurrent_layer_started_from_a_given_state(kind, layers, bidirectiona
     # h: h0 expanded, by the code's own name for it (`h = self.h0.expand(...).contiguous()`); z: c0 expanded
     given = r"x,\,h\right)" if kind == "GRU" else r"x,\,h,\,z\right)"
     assert any(rf"\operatorname{{{kind}}}\!\left({given}" in line for line in lines(doc, "")), lines(doc, "")
+    # (…)_1 is the call's first result, the code's [0]: said once on the page, as its notation
+    assert [str(text) for tex, text in doc.component("").equations.notations if tex == r"(\ldots)_{k}"] == \
+        ["the k-th of the values a call returns, counted from 1: (…)₁ is what the code reads as [0]"]
 
 
 class _Block(nn.Module):

@@ -12,7 +12,7 @@ from atlas.equations import ops_math as m
 from atlas.equations.facts import facts
 from atlas.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
 from atlas.equations.ops_nn import Attention, Call, Loop, MHAOp
-from atlas.equations.ops_tensor import Heads, MergeHeads, StopGradient
+from atlas.equations.ops_tensor import Heads, Item, MergeHeads, StopGradient
 from atlas.equations.program import Program
 from atlas.i18n import msg
 from atlas.model import EquationStatus, Equations, MathSymbol, Step
@@ -63,6 +63,11 @@ def notations(prog: Program) -> tuple:
                 seen.add("merge")
                 out.append((r"\operatorname{concat}_h(O)", msg("the heads of O put back side by side: the positions "
                                                                "axis moved before the heads, then a reshape")))
+            elif isinstance(node, Item) and isinstance(node.meta.get("i"), int) and "item" not in seen and \
+                    not hasattr(node.args[0], "item_tex"):
+                seen.add("item")
+                out.append((r"(\ldots)_{k}", msg("the k-th of the values a call returns, counted from 1: (…)₁ is "
+                                                 "what the code reads as [0]")))
             elif isinstance(node, StopGradient) and "sg" not in seen:
                 seen.add("sg")
                 out.append((r"\operatorname{sg}", msg("stop-gradient, the code's `.detach()`: the same value, through "
