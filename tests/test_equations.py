@@ -661,3 +661,25 @@ def test_a_tensor_of_one_number_is_that_number_and_a_sum_from_zero_starts_at_its
     assert not any("tensor" in line or line.endswith("+0") for line in steps), steps
     assert steps[-1].startswith("y = 0-"), steps[-1]
     assert doc.root.equations.verification.verified
+
+
+class _NewAxes(nn.Module):
+    """Indexing that adds axes, as DeBERTa's relative positions do (`q_ids[:, None] - k_ids[None, :]`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y[:, None] * y[None, :, None], y[..., None]       # [1, B, B, 4] and [B, 4, 1]
+
+
+def test_an_index_that_adds_axes_is_the_unsqueezes_it_is():
+    """`x[:, None]` printed as x[:, \\mathrm{None}]: None is no value a reader knows; it adds an axis."""
+    doc = _leaf_doc(_NewAxes(), ["x:float32[B,4]"])
+    steps = lines(doc, "")
+    assert not any("None" in line for line in steps), steps
+    assert any(r"\operatorname{unsqueeze}_{2}\!\left(\operatorname{unsqueeze}_{0}" in line for line in steps), steps
+    assert any(r"\operatorname{unsqueeze}_{-1}" in line for line in steps), steps
+    assert doc.root.equations.verification.verified

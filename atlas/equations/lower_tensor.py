@@ -191,6 +191,11 @@ def _getitem(L: Lowering):
     parts = index if isinstance(index, tuple) else (index,)
     if parts and all(p is Ellipsis or _whole(p) for p in parts):
         return x                                    # x[:, 0:, :] (transformers' logits_to_keep = 0) is x
+    new_axes = _new_axes(parts)
+    if new_axes:                                    # x[:, None], x[..., None]: the unsqueezes it is
+        for dim in new_axes:
+            x = t.Unsqueeze(x, dim=dim)
+        return x
     if shape and parts and isinstance(parts[-1], slice) and parts[-1].step is None and all(
             p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in parts[:-1]) \
             and (parts[0] is Ellipsis or len(parts) == len(shape)):
@@ -203,6 +208,18 @@ def _getitem(L: Lowering):
             if not _negative(lo) and not _negative(hi):
                 return t.Slice(x, SizeOf(lo), SizeOf(hi), dim=len(shape) - 1, last=True)
     return t.Index(x, index)
+
+
+def _new_axes(parts: tuple) -> list[int]:
+    """Where an index that only adds axes (None) and keeps the others whole puts them, in the order unsqueeze
+    adds them: x[None, :, None] is axes 0 and 2, x[..., None] axis -1; [] for any other index."""
+    if None not in parts or not all(p is None or p is Ellipsis or _whole(p) for p in parts):
+        return []
+    if Ellipsis not in parts:
+        return [i for i, p in enumerate(parts) if p is None]
+    if parts[0] is Ellipsis and Ellipsis not in parts[1:] and all(p is None for p in parts[1:]):
+        return [-1] * (len(parts) - 1)
+    return []
 
 
 def _whole(p) -> bool:
