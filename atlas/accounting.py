@@ -70,6 +70,11 @@ def is_lazy(t) -> bool:
     return isinstance(t, (UninitializedParameter, UninitializedBuffer))
 
 
+def has_lazy(model: nn.Module) -> bool:
+    """A model with lazy modules: sizes only a first forward tells."""
+    return any(is_lazy(p) for p in model.parameters()) or any(is_lazy(b) for b in model.buffers())
+
+
 def numel(t) -> int:
     return 0 if is_lazy(t) else int(t.numel())
 

@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import ctypes
 
+# The most memory one CPU copy may take (a component instance the equations' check runs, a model the fallback probes
+# run): --memory-budget and the mkdocs plugin's memory_budget, in GB.
+DEFAULT_BUDGET_GB = 2.0
+DEFAULT_BUDGET_BYTES = int(DEFAULT_BUDGET_GB * 1024**3)
+
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3      # malloc.h
 _MMAP_THRESHOLD = 32 << 20                          # glibc's largest (HEAP_MAX_SIZE / 2 on 64-bit)
 _TRIM_THRESHOLD = 256 << 20

@@ -13,7 +13,6 @@ from atlas import branch_sizes
 from atlas.architecture import stated_contexts
 from atlas.equations.recorded import unbacked
 from atlas.i18n import msg
-from atlas.method_uses import weights_read_by
 from atlas.model import Cost, CostSummary, ModelDoc, ShapeStatus
 from atlas.trace.cost import Costs, activation_bytes
 from atlas.trace.shapes import first_call_of, record_of
@@ -92,6 +91,7 @@ def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) ->
     out = []
     for comp in doc.components:
         if comp.path in trace.extra:    # recorded on inputs made up for it: no part of a forward
+            from atlas.method_uses import weights_read_by
             reader = weights_read_by(trace, comp.path)
             out.append(replace(comp, cost_reason=msg(
                 "Counted in the cost of %(parent)s, whose own code computes with this part's weights; the model's "

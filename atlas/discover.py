@@ -34,11 +34,9 @@ from torch.nn.parameter import is_lazy
 
 from atlas import conv_limits
 from atlas.architecture import text_part
-from atlas.first_consumer import first_consumer
 from atlas.i18n import Text, msg, msgn
 from atlas.inputs import input_text as _text
 from atlas.inputs import parse_input
-from atlas.layer_inputs import Candidate, candidates
 
 HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12}    # distinct, never 0 or 1, above small windows
 _TOKEN_IDS = ("input_ids", "decoder_input_ids")
@@ -527,14 +525,17 @@ def _features(name, model, config, dtype):
 
 
 def _by_layer(name, model, dtype, main: bool):
-    """(candidates, because, low, high, bounds), or why not (None: nothing found)."""
+    """(candidates, because, low, high, bounds), or why not (None: nothing found). Read from the code where the
+    usual names and config fields said nothing: its modules are imported here, where they are used."""
+    from atlas.first_consumer import first_consumer
+    from atlas.layer_inputs import candidates
     consumer = first_consumer(model, name)
     if consumer is None or (consumer.how == "module order" and not main):
         return None
     if consumer.module is not None and any(is_lazy(p) for p in consumer.module.parameters(recurse=False)):
         return msg("the first layer it reaches, %(layer)s, takes its sizes from that input",
                    layer=type(consumer.module).__name__)
-    cands: list[Candidate] = candidates(consumer, model, dtype)
+    cands = candidates(consumer, model, dtype)
     if not cands:
         return None
     c = cands[0]

@@ -6,6 +6,7 @@ import functools
 import re
 
 from atlas import i18n, repeats
+from atlas.model import calculation
 from atlas.inputs import dim_words, parse_input
 from atlas.i18n import msg, msgn
 
@@ -18,11 +19,6 @@ _HTML_QUOTES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quo
 def thousands(n: int) -> str:
     """12345 -> "12,345" in English, "12.345" in Spanish: the active locale's grouping (CLDR, via Babel)."""
     return i18n.number(n)
-
-
-def calculation(factors) -> str:
-    """(768, 2304) -> "768 × 2304"; a scalar tensor -> "1"."""
-    return " × ".join(str(f) for f in factors) if factors else "1"
 
 
 def tex_thousands(n: int) -> str:

@@ -38,7 +38,7 @@ class _Model(Config):
 
 class AtlasConfig(Config):
     models = c.ListOfItems(c.SubConfig(_Model), default=[])
-    memory_budget = c.Type(float, default=2.0)     # GB, the largest instance verified on the CPU
+    memory_budget = c.Type(float, default=allocator.DEFAULT_BUDGET_GB)  # GB: the largest instance checked on the CPU
     cache = c.Type(bool, default=True)             # skip generation when the stored fingerprint matches
 
 

@@ -34,6 +34,11 @@ class ParamRow:
     shared_with: tuple[str, ...] = ()   # other "module.param" paths holding the same tensor
 
 
+def calculation(factors: tuple[int, ...]) -> str:
+    """A row's count as its factors multiply: (768, 2304) -> "768 × 2304"; a scalar tensor -> "1"."""
+    return " × ".join(str(f) for f in factors) if factors else "1"
+
+
 @dataclass(frozen=True)
 class CountedElsewhere:
     """Parameters a component holds through its children that a place outside it holds too, and counts (a tied

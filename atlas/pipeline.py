@@ -7,14 +7,27 @@ import logging
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from atlas import architecture, costing, fingerprint, flow, progress, provenance, recording, shapes, site
-from atlas.equations.enrich import DEFAULT_BUDGET_BYTES, enrich
+from atlas import architecture, costing, flow, progress, provenance, recording
+from atlas import inputs as inputs_mod
+from atlas.accounting import has_lazy
+from atlas.allocator import DEFAULT_BUDGET_BYTES
+from atlas.equations.enrich import enrich
+from atlas.errors import AtlasError
 from atlas.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.spec import DEFAULT_SPEC, load
 from atlas.walk import model_name, walk
 
+if TYPE_CHECKING:
+    from atlas import site
+
 log = logging.getLogger("atlas")
+# What only a build or a check uses (atlas.site writes the docs tree, atlas.fingerprint keeps its record, jinja2
+# renders the pages) and what only some models need (atlas.shapes, the probes of a model whose symbolic run fails or
+# that has lazy modules) is imported where it is used. With the fallbacks of atlas.discover, atlas.recording and
+# atlas.equations.leaves imported where they are used too, a describe of the Llama-3-70B config does without 14
+# modules' code: 0.6 MB of its peak RSS.
 
 
 @dataclass
@@ -103,7 +116,9 @@ def _document(loaded, settings: Settings) -> ModelDoc:
         checkpoint_files.locate(settings.checkpoint, settings.base_dir)
     if inputs:
         _inputs_fit_forward(loaded.model, inputs)
-    shapes.materialize_lazy(loaded.model, inputs)
+    if has_lazy(loaded.model):
+        from atlas.shapes import materialize_lazy
+        materialize_lazy(loaded.model, inputs)
     with progress.stage("walk") as bar:
         doc = walk(loaded)
         bar.update()
@@ -117,7 +132,7 @@ def _document(loaded, settings: Settings) -> ModelDoc:
 
     if settings.cost:
         doc = costing.enrich(loaded.model, doc, trace, dict(settings.fixed_dims))
-    vocab = shapes.inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
+    vocab = inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
                                          getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:
         doc = enrich(loaded.model, doc, trace, vocab, settings.budget_bytes, bar.update, settings.verify)
@@ -142,7 +157,7 @@ def _inputs_fit_forward(model, texts: list[str]) -> None:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         return
-    names = [shapes.inputs_mod.parse_input(text).name for text in texts]
+    names = [inputs_mod.parse_input(text).name for text in texts]
     required = [p for p in params.values() if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if all(name in params for name in names):        # passed by name
         missing = [p.name for p in required if p.name not in names]
@@ -150,7 +165,7 @@ def _inputs_fit_forward(model, texts: list[str]) -> None:
         missing = [p.name for p in required[len(names):]] + \
             [p.name for p in required[:len(names)] if p.kind is p.KEYWORD_ONLY]
     if missing:
-        raise site.AtlasError(f"--input gives {', '.join(names)}; {type(model).__name__}.forward() also needs "
+        raise AtlasError(f"--input gives {', '.join(names)}; {type(model).__name__}.forward() also needs "
                               f"{', '.join(missing)}")
 
 
@@ -158,12 +173,12 @@ def _dims_are_symbols(doc: ModelDoc, settings: Settings) -> None:
     """A --dim for a symbol the example inputs do not have would fix nothing: said, not ignored."""
     if not doc.inputs:
         return
-    specs = [shapes.inputs_mod.parse_input(text) for text in doc.inputs]
+    specs = [inputs_mod.parse_input(text) for text in doc.inputs]
     symbols = list(dict.fromkeys(d for spec in specs for d in spec.dims if isinstance(d, str)))
     given = [sym for sym, _ in settings.fixed_dims] + [sym for sym, _, _ in settings.dim_bounds]
     unknown = [sym for sym in dict.fromkeys(given) if sym not in symbols]
     if unknown:
-        raise site.AtlasError(f"--dim {unknown[0]}: {unknown[0]} is no symbol of the example inputs "
+        raise AtlasError(f"--dim {unknown[0]}: {unknown[0]} is no symbol of the example inputs "
                               f"({', '.join(doc.inputs)}); their symbols: {', '.join(symbols) or 'none'}")
 
 
@@ -181,6 +196,7 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings(),
              docs_dir: str | Path | None = None) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched. Given the docs
     folder the files are for, a folder there that Model Atlas did not write is refused before any model is run."""
+    from atlas import site
     specs = list(specs or [DEFAULT_SPEC])
     owned = (lambda folder: site.check_owned(Path(docs_dir), folder)) if docs_dir is not None else (lambda _: None)
     owned("catalog")
@@ -193,7 +209,7 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings(),
         doc = document(loaded, model_settings)
         log.info("%s: %d components, %d parameters", doc.name, len(doc.components), doc.totals.parameters)
         if any(d.slug == doc.slug for d in docs):
-            raise site.AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
+            raise AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
         docs.append(doc)
     return assemble(docs, loaded_models, settings)
 
@@ -201,7 +217,7 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings(),
 def assemble(docs: list[ModelDoc], loaded_models: list, settings: Settings = Settings()) -> Generated:
     """The pages of documented models: theirs, the reference pages of the torch.nn classes they use, the catalog.
     `loaded_models` pairs each doc's spec as given with its loaded model."""
-    from atlas import reference_render, render      # jinja2 is needed only when pages are written
+    from atlas import fingerprint, reference_render, render
     files, sources = {}, set()
     for _, loaded in loaded_models:
         sources |= set(fingerprint.sources(loaded.model, loaded.source_file))
@@ -232,7 +248,7 @@ def _model_settings(given, settings: Settings) -> tuple[str, Settings]:
 def unchanged(specs: list | None = None, docs_dir: str | Path = "docs", settings: Settings = Settings()) -> dict | None:
     """The stored record of the last build, when nothing its files are made from has changed since and every
     file is as it wrote it (atlas.fingerprint); None when the pages must be generated."""
-    from atlas import render
+    from atlas import fingerprint, render
     loaded = [(given, load(_model_settings(given, settings)[0])) for given in (specs or [DEFAULT_SPEC])]
     stored = fingerprint.fresh(Path(docs_dir), fingerprint.current(loaded, settings, render.templates_dir()))
     if stored is not None:              # the model code's files, for `mkdocs serve` to watch
@@ -258,6 +274,7 @@ def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
 
 
 def write(generated: Generated, docs_dir: str | Path = "docs") -> site.SyncReport:
+    from atlas import fingerprint, site
     report = site.sync(Path(docs_dir), generated.files, generated.folders)
     if generated.fingerprint is not None:
         fingerprint.save(Path(docs_dir), generated.fingerprint, generated.files, generated.folders,
@@ -267,6 +284,7 @@ def write(generated: Generated, docs_dir: str | Path = "docs") -> site.SyncRepor
 
 def check(specs: list[str] | None = None, docs_dir: str | Path = "docs",
           settings: Settings = Settings()) -> tuple[Generated, list[site.Difference]]:
+    from atlas import site
     generated = generate(specs, settings)
     return generated, site.compare(Path(docs_dir), generated.files, generated.folders)
 

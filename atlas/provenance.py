@@ -22,8 +22,7 @@ from torch import nn
 
 from atlas.equations import leaves
 from atlas.i18n import lowered, msg, msgn
-from atlas.filters import calculation
-from atlas.model import Claim, Component, Excerpt, ModelDoc, Source
+from atlas.model import Claim, Component, Excerpt, ModelDoc, Source, calculation
 from atlas.source_spans import SourceFiles
 
 CLAIM_SPAN = 24                      # lines of code a claim's excerpt may span around its main fact

@@ -21,10 +21,9 @@ from torch import nn
 
 from atlas import branch_sizes, expressions
 from atlas import inputs as inputs_mod
-from atlas import shapes as probes
+from atlas.allocator import DEFAULT_BUDGET_BYTES
 from atlas.errors import AtlasError
 from atlas.i18n import msg, render
-from atlas.method_uses import not_called_reason, weights_read_by
 from atlas.model import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.trace import kinds
 from atlas.trace import run as trace_run
@@ -144,9 +143,11 @@ def _finished(model, t: _Try, trace, choice, specs, symbols, bounds, repeats) ->
 
 def _record(model, specs, hints, disc, repeats, notes: list):
     """One symbolic run; where it fails for a dtype reason, again in the dtypes the model declares (then bfloat16)."""
-    from atlas.symbolic_run import dtype_error
     trace = trace_run.symbolic(model, specs, hints, repeats)
-    if trace.error is not None and dtype_error(trace.error):
+    if trace.error is None:
+        return trace
+    from atlas.symbolic_run import dtype_error
+    if dtype_error(trace.error):
         for name in (disc.retry_dtypes if disc else ("bfloat16",)):
             with _in_dtype(model, getattr(torch, name)):
                 retry = trace_run.symbolic(model, specs, hints, repeats)
@@ -341,7 +342,7 @@ def _in_dtype(model: nn.Module, dtype: torch.dtype):
             t.data = data
 
 
-def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = probes.DEFAULT_BUDGET_BYTES,
+def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = DEFAULT_BUDGET_BYTES,
            fixed: dict | None = None, bounds: dict | None = None) -> Outcome:
     """Shapes on every component, and the trace the equations read. `fixed`: symbols given a size (--dim T=64);
     `bounds`: (low, high) per symbol (--dim T>=400)."""
@@ -400,6 +401,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
                          symbols=", ".join(trace.specialized_at) or ", ".join(trace.specialized),
                          sizes=", ".join(f"{s} = {trace.hints[s]}" for s in trace.specialized if s in trace.hints)))
         doc = replace(doc, components=_leads(model, doc.components, trace))
+        from atlas import shapes as probes
         shaped = probes.derive(model, doc, probed, budget_bytes, _limits(disc, bounds, symbols, trace.hints))
         shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, trace, vocab),
                          dims=dim_names)
@@ -412,6 +414,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = p
         ran = concrete is not None and concrete.root is not None and concrete.error is None
         if ran:
             doc = replace(doc, components=_leads(model, doc.components, concrete))
+        from atlas import shapes as probes
         shaped = probes.derive(model, doc, probed, budget_bytes, limits)
         if ran:
             shaped = replace(shaped, components=_own_where_not_called(model, shaped.components, concrete, vocab))
@@ -447,6 +450,8 @@ def _on_the_cpu(model, choices: list[Choice], tried: Choice, trace, disc, fixed:
     names = [inputs_mod.parse_input(x).name for x in tried.texts]
     before = choices[:choices.index(tried)] if tried in choices else choices     # tried, and failed, before it
     order = [c for c in before if [inputs_mod.parse_input(x).name for x in c.texts] == names]
+
+    from atlas import shapes as probes
 
     def run(choice: Choice, hints):
         specs, symbols = _resolved(choice.texts, fixed, vocab)
@@ -590,6 +595,8 @@ def _own_where_not_called(model: nn.Module, components, trace, vocab) -> tuple:
 
 def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shapes:
     """A component the model's forward() never calls, recorded on example inputs of its own."""
+    from atlas import shapes as probes
+    from atlas.method_uses import not_called_reason, weights_read_by
     declared = getattr(module, "atlas_inputs", None)
     own = declared or probes.leaf_inputs(module)
     not_called = Shapes(ShapeStatus.NOT_CALLED, method="fake", reason=not_called_reason(model, comp.path))

@@ -10,11 +10,11 @@ import json
 from dataclasses import fields, replace
 
 from atlas.equations.markup import plain
-from atlas.filters import calculation
 from atlas.model import (Architecture, BufferRow, CheckpointReport, Claim, Component, ComponentCheck, Cost,
                          CostSummary, CountedElsewhere, Dim, DimNames, DtypeCount, EquationStatus, Equations,
                          Excerpt, Fact, Flow, FlowNode, MathSymbol, Mismatch, ModelDoc, ParamRow, Published,
-                         ShapeStatus, Shapes, Source, Step, TensorShape, TiedCopy, Totals, Trait, Verification)
+                         ShapeStatus, Shapes, Source, Step, TensorShape, TiedCopy, Totals, Trait, Verification,
+                         calculation)
 
 SCHEMA_VERSION = 1
 

@@ -22,6 +22,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
 from atlas import buffer_values, code_caches
+from atlas.allocator import DEFAULT_BUDGET_BYTES
 from atlas import inputs as inputs_mod
 from atlas.errors import where
 from atlas.fit_products import fit_grid
@@ -92,7 +93,6 @@ def check_sizes(probes: list[dict[str, int]], limits: dict | None = None) -> lis
 
 
 MAX_DENOMINATOR = 8
-DEFAULT_BUDGET_BYTES = 2 * 1024**3
 
 _DTYPES = {name: getattr(torch, name) for name in inputs_mod.DTYPES}
 
@@ -444,8 +444,8 @@ def _cpu_copy(model: nn.Module) -> nn.Module:
 def materialize_lazy(model: nn.Module, declared: list[str] | None) -> bool:
     """Lazy modules learn their sizes from a first forward: run one on the meta device, when inputs are known.
     Without inputs, their parameters stay uninitialized, are counted as 0 and say so on their pages."""
-    from atlas.accounting import is_lazy
-    if not any(is_lazy(p) for p in model.parameters()) and not any(is_lazy(b) for b in model.buffers()):
+    from atlas.accounting import has_lazy
+    if not has_lazy(model):
         return False
     texts = list(declared or getattr(model, "atlas_inputs", None) or ())
     if not texts:

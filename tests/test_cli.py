@@ -1,6 +1,7 @@
 """The CLI: bad input, describe --json, build/check, and check failing after a model edit."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,32 @@ def test_bad_input_from_a_real_process(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
     assert not (tmp_path / "d").exists()
+
+
+# Code a describe needs only for some models (the probes of a failed symbolic run, input discovery from the first
+# layer, recurrent and composite layers' builders) or only for pages (writing the docs tree, its fingerprint, jinja2's
+# filters): a model that needs none of it leaves it unimported, and its memory free (atlas.pipeline).
+ONLY_WHEN_NEEDED = ("atlas.shapes", "atlas.fit_products", "atlas.module_copy", "atlas.symbolic_run",
+                    "atlas.first_consumer", "atlas.layer_inputs", "atlas.method_uses", "atlas.trace.upsample",
+                    "atlas.equations.composites", "atlas.equations.recurrent", "atlas.equations.verify",
+                    "atlas.site", "atlas.fingerprint", "atlas.filters", "atlas.repeats", "atlas.render")
+_IMPORTED_BY_DESCRIBE = """
+import contextlib, io, json, sys
+from atlas.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(["describe", sys.argv[1], "--json"])
+print(json.dumps([code, json.loads(out.getvalue())["model"], sorted(m for m in sys.modules if m.startswith("atlas"))]))
+"""
+
+
+def test_describe_imports_only_what_the_model_needs():
+    """transformers' Llama: input_ids from its main_input_name, one symbolic run, no layer of a builder elsewhere."""
+    proc = subprocess.run([sys.executable, "-c", _IMPORTED_BY_DESCRIBE, "tests/fixtures/hf_models.py:llama"],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    code, model, modules = json.loads(proc.stdout.splitlines()[-1])
+    assert (code, model) == (0, "LlamaForCausalLM"), proc.stderr
+    assert "atlas.recording" in modules and "atlas.equations.enrich" in modules
+    assert [m for m in ONLY_WHEN_NEEDED if m in modules] == []
 
 
 def test_describe_json_keys(ldlm_doc):

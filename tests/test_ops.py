@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from atlas.equations import composites, leaves, ops_math as m, ops_nn as n, ops_tensor as t, recurrent
+from atlas.equations import leaves, ops_math as m, ops_nn as n, ops_tensor as t, recurrent
 from atlas.equations.nodes import Evaluator, Node, Num, Printer, SizeOf, Sym
 from atlas.equations.scalars import DtypeLimit, Eps, Pi
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from atlas.equations import ops_math as m
-from atlas.equations.leaves import REGISTRY, Leaf, LeafBuilder, Unsupported
+from atlas.equations.leaves import Leaf, LeafBuilder, Unsupported
 from atlas.equations.ops_nn import MHAOp
 from atlas.equations.nodes import Node, Sym
 from atlas.i18n import msg
@@ -129,7 +129,3 @@ def transformer_encoder_layer(b: LeafBuilder, src, *masks):
                msg("A post-norm transformer encoder layer: self-attention with %(heads)s heads, then a %(activation)s "
                    "feed-forward network, each with a residual connection.", **kw))
     return Leaf(out, steps, inline=False, summary=summary)
-
-
-REGISTRY[nn.MultiheadAttention] = multihead_attention
-REGISTRY[nn.TransformerEncoderLayer] = transformer_encoder_layer

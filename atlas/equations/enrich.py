@@ -22,6 +22,7 @@ from atlas.equations.ops_nn import Loop
 from atlas.equations.present import present
 from atlas.equations.program import Program, Step
 from atlas.equations.select import select
+from atlas.allocator import DEFAULT_BUDGET_BYTES
 from atlas.errors import AtlasError
 from atlas.expressions import symbol_names
 from atlas.i18n import msg
@@ -31,7 +32,6 @@ from atlas.trace.structures import refs
 
 log = logging.getLogger("atlas")
 _looped: dict = {}          # component id -> ids of the components its steps run as a chain (a loop over blocks)
-DEFAULT_BUDGET_BYTES = 2 * 1024**3
 
 
 class EquationMismatch(AtlasError):
@@ -62,14 +62,15 @@ def leaf_program(module: nn.Module, call) -> Program:
     outs = list(leaf.out) if isinstance(leaf.out, tuple) else [leaf.out]
     if isinstance(leaf.out, tuple) and isinstance(call.out, tuple) and len(call.out) == len(outs):
         outs = [o for o, rec in zip(outs, call.out) if rec is not None]     # need_weights=False: (out, None)
-    from atlas.equations.recurrent import Scan
-    for node in outs:
-        scan = node.args[0] if isinstance(node.args[0], Scan) else None
-        if scan is not None:
-            for key, cell in scan.meta["cell"]:
-                if not any(s.key == key for s in prog.steps):
-                    prog.steps.append(Step(key, cell, lhs=None))
-                    prog.symbols[key].in_scan = True
+    if isinstance(module, nn.RNNBase):          # a recurrent layer's cell: its lines, run inside its scan
+        from atlas.equations.recurrent import Scan
+        for node in outs:
+            scan = node.args[0] if isinstance(node.args[0], Scan) else None
+            if scan is not None:
+                for key, cell in scan.meta["cell"]:
+                    if not any(s.key == key for s in prog.steps):
+                        prog.steps.append(Step(key, cell, lhs=None))
+                        prog.symbols[key].in_scan = True
     for i, node in enumerate(outs):
         key = "v.y" if len(outs) == 1 else f"v.y{i + 1}"
         prog.add(key, "value", base="y" if len(outs) == 1 else f"y_{i + 1}", output=True)

@@ -8,7 +8,6 @@ from atlas.equations import ops_math as m
 from atlas.equations.nodes import Node, Num, Sym
 from atlas.equations.ops_nn import Attention, MHAOp
 from atlas.equations.lower_tensor import splits_last
-from atlas.equations.lowering import same_size
 from atlas.equations.ops_tensor import Heads, Reshape
 from atlas.equations.program import Program
 from atlas.equations.scalars import value_of

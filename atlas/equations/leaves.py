@@ -8,6 +8,7 @@ derived from what their forward() runs, like any other code.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 from dataclasses import dataclass, field
@@ -297,15 +298,28 @@ REGISTRY = {
     nn.BatchNorm2d: batch_norm,
     nn.GroupNorm: group_norm,
 }
+# Builders in modules of their own, (module, function), imported for the first module of their class: a model with
+# no such layer does without their code.
+ELSEWHERE = {
+    nn.MultiheadAttention: ("atlas.equations.composites", "multihead_attention"),
+    nn.TransformerEncoderLayer: ("atlas.equations.composites", "transformer_encoder_layer"),
+    nn.RNN: ("atlas.equations.recurrent", "recurrent"),
+    nn.LSTM: ("atlas.equations.recurrent", "recurrent"),
+    nn.GRU: ("atlas.equations.recurrent", "recurrent"),
+}
 
 
 def builder_for(module: nn.Module):
     """The builder registered for the module's type or its nearest registered base class."""
-    from atlas.equations import composites, recurrent   # noqa: F401  (they register themselves)
     for cls in type(module).__mro__:
-        if cls in REGISTRY:
+        if cls in REGISTRY or cls in ELSEWHERE:
             # a subclass with its own forward() computes something else: derive it from its code
-            return REGISTRY[cls] if type(module).forward is cls.forward else None
+            if type(module).forward is not cls.forward:
+                return None
+            if cls not in REGISTRY:
+                where, name = ELSEWHERE[cls]
+                REGISTRY[cls] = getattr(importlib.import_module(where), name)
+            return REGISTRY[cls]
     return None
 
 

@@ -7,11 +7,10 @@ same cell nodes at every step, for every layer and direction, with that layer's 
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from atlas.equations import ops_math as m
 from atlas.equations import ops_tensor as t
-from atlas.equations.leaves import REGISTRY, Leaf, LeafBuilder, Unsupported
+from atlas.equations.leaves import Leaf, LeafBuilder, Unsupported
 from atlas.equations.nodes import Evaluator, Node, Num, Sym
 from atlas.i18n import msg
 
@@ -156,7 +155,3 @@ def cell_steps(prog, leaf_out) -> list:
     """The cell's (key, node) pairs of a recurrent leaf, for printing."""
     scan = leaf_out[0].args[0] if isinstance(leaf_out, tuple) else None
     return scan.meta["cell"] if isinstance(scan, Scan) else []
-
-
-for _cls in (nn.RNN, nn.LSTM, nn.GRU):
-    REGISTRY[_cls] = recurrent

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from atlas.trace import direct_calls, upsample
+from atlas.trace import direct_calls
 from atlas.trace.structures import Call, OpEvent, Ref, Site, Size, Value
 from atlas.trace.structures import leaves
 from atlas.trace.structures import refs as _refs
@@ -565,8 +565,9 @@ def _call(func, short: str, args, kwargs):
                 and len(args) < 4:
             return a @ b[0]                 # (tokens, in) x (experts, in, out), grouped by offsets -> (tokens, out)
         return func(a.to(torch.bfloat16), b.to(torch.bfloat16), *args[2:], **kwargs).to(a.dtype)
-    if short == "interpolate" and args and upsample.symbolic(args, kwargs):
-        out = upsample.interpolate(*args, **kwargs)
+    if short == "interpolate" and args:
+        from atlas.trace import upsample
+        out = upsample.interpolate(*args, **kwargs) if upsample.symbolic(args, kwargs) else None
         if out is not None:
             return out
     return func(*args, **kwargs)
