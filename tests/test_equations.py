@@ -215,6 +215,19 @@ def test_memory_budget_skips_verification(capsys):
     assert v["verified"] is False and "over the" in v["reason"] and "budget" in v["reason"]
 
 
+
+def test_memory_budget_counts_the_largest_tensor(capsys):
+    """20 weights, and at T = 2048 a [2, 2048, 2048] score tensor (34 MB in float32): the check of the whole model
+    is not run within 20 MB, and says which tensor; its layer, [2, 2048, 4], is checked. A float64 check of Gemma 2's
+    eager attention at T = 8192 made 6 GB tensors, several at once, until the machine ran out of memory."""
+    assert main(["describe", fixture_spec("pair_scores"), "--json", "--verify", "--dim", "T=2048",
+                 "--memory-budget", "0.02"]) == 0
+    by_id = {c["id"]: c["verification"] for c in json.loads(capsys.readouterr().out)["components"]}
+    assert by_id[""]["verified"] is False
+    assert "at B = 2, the sizes of the record, its largest tensor is [2, 2048, 2048]" in by_id[""]["reason"]
+    assert "8,388,628 elements, 33,554,512 bytes even in float32" in by_id[""]["reason"]
+    assert by_id["proj"]["verified"] is True
+
 # -- the leaf registry ------------------------------------------------------------------------------
 LEAVES = [
     (nn.Linear(6, 5), "float32[B,6]"), (nn.Linear(6, 5, bias=False), "float32[B,T,6]"),

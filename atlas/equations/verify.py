@@ -23,6 +23,7 @@ import re
 from dataclasses import replace
 from typing import NamedTuple
 
+import sympy
 import torch
 from torch import nn
 
@@ -158,6 +159,16 @@ def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_byt
             "not run: one instance holds %(elements)s parameter and buffer elements, "
             "%(size)s bytes even in float32, over the %(budget)s-byte budget",
             elements=numel, size=numel * 4, budget=budget_bytes))
+    largest, shape = largest_tensor(call, sizes)
+    if (numel + largest) * 4 > budget_bytes:
+        at = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+        return Verification(False, reason=msg(
+            "not run: at %(sizes)s, the sizes of the record, its largest tensor is %(shape)s: with the instance's "
+            "parameters and buffers %(elements)s elements, %(size)s bytes even in float32, over the "
+            "%(budget)s-byte budget (--memory-budget; --dim bounds the sizes of the record)",
+            sizes=at, shape="[" + ", ".join(map(str, shape)) + "]",
+            elements=numel + largest, size=(numel + largest) * 4, budget=budget_bytes))
+    numel += largest
     if numel * 8 <= budget_bytes:
         first, failed = _check(module, prog, call, sizes, torch.float64, seed, working)
         if failed is None or not _DTYPE.search(failed.rsplit(" (", 1)[0]):     # the message, not its file:line
@@ -360,6 +371,43 @@ def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verifica
     return Verification(False, max_error=worst, tolerance=tol, dtype=dname, note=note,
                         reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
                                    error=error, tolerance=tolerance))
+
+
+def largest_tensor(call: Call, sizes: dict) -> tuple[int, tuple]:
+    """(elements, shape) of the largest tensor the call took, made or returned in the record, at `sizes`: what a
+    forward() at those sizes holds at least beside the instance's weights (a float64 check of eager attention at
+    T = 8192 made 6 GB score tensors, several at once). A size the record leaves symbolic and `sizes` does not
+    give is left out."""
+    best: tuple[int, tuple] = (0, ())
+    seen: set = set()
+    pending = [call]
+    while pending:
+        c = pending.pop()
+        values = [r.value for r in refs((c.args, c.kwargs, c.out))]
+        for ev in c.events:
+            if isinstance(ev, Call):
+                if not ev.skipped:      # a repeated entry not run has its first entry's shapes, looked at there
+                    pending.append(ev)
+            else:
+                values += [r.value for r in refs(ev.out)]
+        for v in values:
+            if v.shape is None or id(v) in seen:
+                continue
+            seen.add(id(v))
+            dims = [_at(d, sizes) for d in v.shape]
+            if None not in dims and math.prod(dims) > best[0]:
+                best = (math.prod(dims), tuple(dims))
+    return best
+
+
+def _at(dim, sizes: dict) -> int | None:
+    if isinstance(dim, int):
+        return dim
+    try:
+        value = dim.xreplace({s: sympy.Integer(sizes[s.name]) for s in dim.free_symbols if s.name in sizes})
+        return int(value) if value.is_number else None
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def check_sizes(call: Call, sizes: dict, assumed: dict) -> dict:
