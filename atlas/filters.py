@@ -6,9 +6,9 @@ import functools
 import re
 
 from atlas import i18n, repeats
-from atlas.model import calculation
 from atlas.inputs import dim_words, parse_input
 from atlas.i18n import msg, msgn
+from atlas.model import calculation
 
 
 # html.escape's replacements, without importing html: its entity tables (0.35 MB) are more than `describe` needs

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from torch import nn
 
+from atlas.allocator import DEFAULT_BUDGET_BYTES
 from atlas.equations import leaves, naming, scalars
 from atlas.equations.build import Builder
 from atlas.equations.leaves import Unsupported
@@ -22,7 +23,6 @@ from atlas.equations.ops_nn import Loop
 from atlas.equations.present import present
 from atlas.equations.program import Program, Step
 from atlas.equations.select import select
-from atlas.allocator import DEFAULT_BUDGET_BYTES
 from atlas.errors import AtlasError
 from atlas.expressions import symbol_names
 from atlas.i18n import msg
