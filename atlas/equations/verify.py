@@ -391,13 +391,20 @@ def largest_tensor(call: Call, sizes: dict) -> tuple[int, tuple]:
             else:
                 values += [r.value for r in refs(ev.out)]
         for v in values:
-            if v.shape is None or id(v) in seen:
-                continue
+            if v.shape is None or id(v) in seen or v.kind in ("param", "buffer") or _a_view(v.obj):
+                continue            # the weights are counted apart; a view (a weight's transpose) takes no memory
             seen.add(id(v))
             dims = [_at(d, sizes) for d in v.shape]
             if None not in dims and math.prod(dims) > best[0]:
                 best = (math.prod(dims), tuple(dims))
     return best
+
+
+def _a_view(obj) -> bool:
+    try:
+        return isinstance(obj, torch.Tensor) and obj._is_view()
+    except RuntimeError:
+        return False
 
 
 def _at(dim, sizes: dict) -> int | None:
