@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--strict", action="store_true",
                         help="exit 1 when the model's own forward() does not run on the example inputs")
     common.add_argument("--memory-budget", type=_gigabytes, default=allocator.DEFAULT_BUDGET_GB, metavar="GB",
-                        help="largest instance materialized on the CPU to verify equations (default: 2)")
+                        help="largest instance materialized on the CPU to verify equations, its parameters and its largest "
+                             "tensor at the recorded sizes (default: 2)")
     common.add_argument("--checkpoint", metavar="PATH",
                         help="a checkpoint to reconcile with the code, without loading its weights: a .safetensors "
                              "file, a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained directory")
