@@ -8,8 +8,8 @@ import logging
 import sys
 import warnings
 
-from atlas import allocator
 from atlas.errors import AtlasError
+from atlas.load import memory
 
 EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2       # 1: stale pages, or equations that disagree with forward()
 
@@ -32,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="fix a symbolic dim (T=64) or bound it (T>=400, T<=512); repeat for each")
     common.add_argument("--strict", action="store_true",
                         help="exit 1 when the model's own forward() does not run on the example inputs")
-    common.add_argument("--memory-budget", type=_gigabytes, default=allocator.DEFAULT_BUDGET_GB, metavar="GB",
+    common.add_argument("--memory-budget", type=_gigabytes, default=memory.DEFAULT_BUDGET_GB, metavar="GB",
                         help="largest instance materialized on the CPU to verify equations, its parameters and its largest "
                              "tensor at the recorded sizes (default: 2)")
     common.add_argument("--checkpoint", metavar="PATH",
@@ -109,10 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         # checking equations materializes instance after instance: their memory is kept for the next one; a
         # describe without --verify runs on the meta device and keeps glibc's defaults (1.7 MB less at its peak
         # on the Llama-3-70B config)
-        allocator.keep_freed_memory()
+        memory.keep_freed_memory()
     from atlas import progress
     progress.enable()
-    from atlas.equations.enrich import EquationMismatch
+    from atlas.analyse.equations.derive import EquationMismatch
     try:
         return _run(args)
     except EquationMismatch as exc:
@@ -194,7 +194,7 @@ def _release_rebuildable_caches() -> None:
     RSS:
     - the source files Python's line cache holds, the ones it can read again: torch's import reads 2.7 MB of lines
       into it (torch/nn/functional.py alone 0.7 MB, for its docstrings and configs) and transformers' adds the
-      model's files; nothing in a describe reads them (atlas.source_spans reads files itself). Entries that are not
+      model's files; nothing in a describe reads them (atlas.extract.source_spans reads files itself). Entries that are not
       files (code registered for tracebacks) stay;
     - the import system's finders, one per folder imported from (305 after transformers' import), each holding the
       listing of its folder: an import after this makes the finder of its folder again;
@@ -218,8 +218,8 @@ def _release_rebuildable_caches() -> None:
 
 def _run(args) -> int:
     from atlas import pipeline as atlas_build
-    from atlas import serialize
-    from atlas.spec import DEFAULT_SPEC, load
+    from atlas.document import serialize
+    from atlas.load.spec import DEFAULT_SPEC, load
 
     if args.command == "describe":
         loaded = load(args.spec or DEFAULT_SPEC)
@@ -233,7 +233,7 @@ def _run(args) -> int:
         if args.json:
             serialize.dump(serialize.as_dict(doc), sys.stdout)
         else:
-            from atlas.describe_table import table
+            from atlas.render.terminal_table import table
             print(table(doc))
             if doc.checkpoint is not None:
                 print(_checkpoint_summary(doc))

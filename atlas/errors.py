@@ -9,25 +9,16 @@ class SpecError(AtlasError):
     """A SPEC that does not load: bad form, import failure, missing attribute, raising factory, not a module."""
 
 
-def model_code(filename: str) -> bool:
-    """Whether a file is the model's code: outside torch and outside atlas's own machinery (atlas/zoo holds model
-    code)."""
-    from pathlib import Path
-    package = Path(__file__).resolve().parent
-    path = Path(filename).resolve()
-    if "/torch/" in path.as_posix():
-        return False
-    return not path.is_relative_to(package) or path.is_relative_to(package / "zoo")
-
-
 def where(exc: BaseException) -> str:
-    """`Type: message (file.py:line)`, naming the deepest frame of the model's code (model_code), else the last
+    """`Type: message (file.py:line)`, naming the deepest frame of the model's code (atlas.resources.is_model_code), else the last
     frame."""
     import traceback
     from pathlib import Path
 
+    from atlas.resources import is_model_code
+
     frames = traceback.extract_tb(exc.__traceback__)
-    outside = [f for f in frames if model_code(f.filename)]
+    outside = [f for f in frames if is_model_code(f.filename)]
     frame = (outside or frames or [None])[-1]
     message = " ".join(str(exc).split())
     if len(message) > 200:

@@ -9,24 +9,29 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas import architecture, costing, flow, progress, provenance, recording
-from atlas import inputs as inputs_mod
-from atlas.accounting import has_lazy
-from atlas.allocator import DEFAULT_BUDGET_BYTES
-from atlas.equations.enrich import enrich
+from atlas import progress
+from atlas.analyse import data_flow
+from atlas.analyse.architecture import traits
+from atlas.analyse.cost import component_costs
+from atlas.analyse.equations.derive import enrich
+from atlas.analyse.provenance import claims
+from atlas.document import input_specs as inputs_mod
+from atlas.document.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.errors import AtlasError
-from atlas.model import EquationStatus, ModelDoc, ShapeStatus
-from atlas.spec import DEFAULT_SPEC, load
-from atlas.walk import model_name, walk
+from atlas.extract.accounting import has_lazy
+from atlas.extract.record import plan
+from atlas.extract.walk import model_name, walk
+from atlas.load.memory import DEFAULT_BUDGET_BYTES
+from atlas.load.spec import DEFAULT_SPEC, load
 
 if TYPE_CHECKING:
-    from atlas import site
+    from atlas.site import sync
 
 log = logging.getLogger("atlas")
-# What only a build or a check uses (atlas.site writes the docs tree, atlas.fingerprint keeps its record, jinja2
-# renders the pages) and what only some models need (atlas.shapes, the probes of a model whose symbolic run fails or
-# that has lazy modules) is imported where it is used. With the fallbacks of atlas.discover, atlas.recording and
-# atlas.equations.leaves imported where they are used too, a describe of the Llama-3-70B config does without 14
+# What only a build or a check uses (atlas.site.sync writes the docs tree, atlas.site.fingerprint keeps its record, jinja2
+# renders the pages) and what only some models need (atlas.extract.probes.probe_shapes, the probes of a model whose symbolic run fails or
+# that has lazy modules) is imported where it is used. With the fallbacks of atlas.extract.discover.discovery, atlas.extract.record.plan and
+# atlas.analyse.equations.leaves imported where they are used too, a describe of the Llama-3-70B config does without 14
 # modules' code: 0.6 MB of its peak RSS.
 
 
@@ -37,7 +42,7 @@ class Generated:
     sources: list[str]                  # the model code's files, for `mkdocs serve` to watch
 
     refs: list = None                   # reference.ReferencePage, one per torch.nn class used
-    fingerprint: dict | None = None     # of everything the files are made from (atlas.fingerprint)
+    fingerprint: dict | None = None     # of everything the files are made from (atlas.site.fingerprint)
 
     @property
     def folders(self) -> list[str]:
@@ -112,12 +117,12 @@ def document(loaded, settings: Settings = Settings()) -> ModelDoc:
 def _document(loaded, settings: Settings) -> ModelDoc:
     inputs = list(settings.inputs) if settings.inputs else None
     if settings.checkpoint:             # a wrong path fails before the slow stages; the headers are read after them
-        from atlas import checkpoint_files
-        checkpoint_files.locate(settings.checkpoint, settings.base_dir)
+        from atlas.load import checkpoint_listing
+        checkpoint_listing.locate(settings.checkpoint, settings.base_dir)
     if inputs:
         _inputs_fit_forward(loaded.model, inputs)
     if has_lazy(loaded.model):
-        from atlas.shapes import materialize_lazy
+        from atlas.extract.probes.probe_shapes import materialize_lazy
         materialize_lazy(loaded.model, inputs)
     with progress.stage("walk") as bar:
         doc = walk(loaded)
@@ -131,20 +136,21 @@ def _document(loaded, settings: Settings) -> ModelDoc:
     _dims_are_symbols(doc, settings)
 
     if settings.cost:
-        doc = costing.enrich(loaded.model, doc, trace, dict(settings.fixed_dims))
+        doc = component_costs.enrich(loaded.model, doc, trace, dict(settings.fixed_dims))
     vocab = inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
                                          getattr(loaded.model, "atlas_fixed_dims", None))
     with progress.stage("equations", len(doc.components)) as bar:
         doc = enrich(loaded.model, doc, trace, vocab, settings.budget_bytes, bar.update, settings.verify)
-    doc = flow.enrich(architecture.enrich(loaded.model, doc, trace), trace)
+    doc = data_flow.enrich(traits.enrich(loaded.model, doc, trace), trace)
     with progress.stage("provenance") as bar:
-        doc = provenance.enrich(loaded.model, doc, settings.repo_url)
+        doc = claims.enrich(loaded.model, doc, settings.repo_url)
         bar.update()
     if settings.checkpoint:
-        from atlas import checkpoint, checkpoint_files
+        from atlas.analyse import checkpoint_reconcile
+        from atlas.load import checkpoint_listing
         with progress.stage("checkpoint") as bar:
-            listing = checkpoint_files.read(settings.checkpoint, settings.base_dir)
-            doc = replace(doc, checkpoint=checkpoint.reconcile(loaded.model, doc, listing))
+            listing = checkpoint_listing.read(settings.checkpoint, settings.base_dir)
+            doc = replace(doc, checkpoint=checkpoint_reconcile.reconcile(loaded.model, doc, listing))
             bar.update()
     return doc
 
@@ -183,7 +189,7 @@ def _dims_are_symbols(doc: ModelDoc, settings: Settings) -> None:
 
 
 def _recorded(loaded, doc: ModelDoc, inputs, settings: Settings):
-    return recording.record(loaded.model, doc, inputs, settings.budget_bytes, dict(settings.fixed_dims),
+    return plan.record(loaded.model, doc, inputs, settings.budget_bytes, dict(settings.fixed_dims),
                             {s: (lo, hi) for s, lo, hi in settings.dim_bounds})
 
 
@@ -196,9 +202,9 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings(),
              docs_dir: str | Path | None = None) -> Generated:
     """Everything in memory; nothing is written. Errors surface here, before any file is touched. Given the docs
     folder the files are for, a folder there that Model Atlas did not write is refused before any model is run."""
-    from atlas import site
+    from atlas.site import sync
     specs = list(specs or [DEFAULT_SPEC])
-    owned = (lambda folder: site.check_owned(Path(docs_dir), folder)) if docs_dir is not None else (lambda _: None)
+    owned = (lambda folder: sync.check_owned(Path(docs_dir), folder)) if docs_dir is not None else (lambda _: None)
     owned("catalog")
     docs, loaded_models = [], []
     for given in specs:
@@ -217,23 +223,24 @@ def generate(specs: list[str] | None = None, settings: Settings = Settings(),
 def assemble(docs: list[ModelDoc], loaded_models: list, settings: Settings = Settings()) -> Generated:
     """The pages of documented models: theirs, the reference pages of the torch.nn classes they use, the catalog.
     `loaded_models` pairs each doc's spec as given with its loaded model."""
-    from atlas import fingerprint, reference_render, render
+    from atlas.render import model_pages, reference_pages
+    from atlas.site import fingerprint
     files, sources = {}, set()
     for _, loaded in loaded_models:
         sources |= set(fingerprint.sources(loaded.model, loaded.source_file))
-    env = render.environment()
+    env = model_pages.environment()
     with progress.stage("reference") as bar:
-        refs, index = reference_render.build([(doc, m.model) for doc, (_, m) in zip(docs, loaded_models)])
+        refs, index = reference_pages.build([(doc, m.model) for doc, (_, m) in zip(docs, loaded_models)])
         bar.update()
     by_class = {r.qualname: r.slug for r in refs}
     with progress.stage("render") as bar:
         for doc in docs:
-            files.update(render.render(doc, env, settings.site_url, settings.site_name, by_class))
-        files.update(reference_render.render(refs, index, docs, env))
-        files.update(render.render_catalog(docs, env))
+            files.update(model_pages.render(doc, env, settings.site_url, settings.site_name, by_class))
+        files.update(reference_pages.render(refs, index, docs, env))
+        files.update(model_pages.render_catalog(docs, env))
         bar.update()
     return Generated(docs, files, sorted(sources), refs,
-                     fingerprint.current(loaded_models, settings, render.templates_dir()))
+                     fingerprint.current(loaded_models, settings, model_pages.templates_dir()))
 
 
 def _model_settings(given, settings: Settings) -> tuple[str, Settings]:
@@ -247,10 +254,11 @@ def _model_settings(given, settings: Settings) -> tuple[str, Settings]:
 
 def unchanged(specs: list | None = None, docs_dir: str | Path = "docs", settings: Settings = Settings()) -> dict | None:
     """The stored record of the last build, when nothing its files are made from has changed since and every
-    file is as it wrote it (atlas.fingerprint); None when the pages must be generated."""
-    from atlas import fingerprint, render
+    file is as it wrote it (atlas.site.fingerprint); None when the pages must be generated."""
+    from atlas.render import model_pages
+    from atlas.site import fingerprint
     loaded = [(given, load(_model_settings(given, settings)[0])) for given in (specs or [DEFAULT_SPEC])]
-    stored = fingerprint.fresh(Path(docs_dir), fingerprint.current(loaded, settings, render.templates_dir()))
+    stored = fingerprint.fresh(Path(docs_dir), fingerprint.current(loaded, settings, model_pages.templates_dir()))
     if stored is not None:              # the model code's files, for `mkdocs serve` to watch
         stored["sources"] = sorted({f for _, m in loaded for f in fingerprint.sources(m.model, m.source_file)})
     return stored
@@ -258,24 +266,25 @@ def unchanged(specs: list | None = None, docs_dir: str | Path = "docs", settings
 
 def navigation(generated: Generated) -> dict:
     """The mkdocs nav of the generated pages, per language (kept with the fingerprint for unchanged builds)."""
-    from atlas import i18n, reference_render, render
+    from atlas import i18n
+    from atlas.render import model_pages, reference_pages
     out = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            out[code] = render.catalog_nav() + [entry for doc in generated.docs for entry in render.nav(doc)] + \
-                reference_render.nav(generated.refs)
+            out[code] = model_pages.catalog_nav() + [entry for doc in generated.docs for entry in model_pages.nav(doc)] + \
+                reference_pages.nav(generated.refs)
     return out
 
 
 def build(specs: list[str] | None = None, docs_dir: str | Path = "docs",
-          settings: Settings = Settings()) -> tuple[Generated, site.SyncReport]:
+          settings: Settings = Settings()) -> tuple[Generated, sync.SyncReport]:
     generated = generate(specs, settings, docs_dir)
     return generated, write(generated, docs_dir)
 
 
-def write(generated: Generated, docs_dir: str | Path = "docs") -> site.SyncReport:
-    from atlas import fingerprint, site
-    report = site.sync(Path(docs_dir), generated.files, generated.folders)
+def write(generated: Generated, docs_dir: str | Path = "docs") -> sync.SyncReport:
+    from atlas.site import fingerprint, sync
+    report = sync.sync(Path(docs_dir), generated.files, generated.folders)
     if generated.fingerprint is not None:
         fingerprint.save(Path(docs_dir), generated.fingerprint, generated.files, generated.folders,
                          navigation(generated))
@@ -283,10 +292,10 @@ def write(generated: Generated, docs_dir: str | Path = "docs") -> site.SyncRepor
 
 
 def check(specs: list[str] | None = None, docs_dir: str | Path = "docs",
-          settings: Settings = Settings()) -> tuple[Generated, list[site.Difference]]:
-    from atlas import site
+          settings: Settings = Settings()) -> tuple[Generated, list[sync.Difference]]:
+    from atlas.site import sync
     generated = generate(specs, settings)
-    return generated, site.compare(Path(docs_dir), generated.files, generated.folders)
+    return generated, sync.compare(Path(docs_dir), generated.files, generated.folders)
 
 
 def mkdocs_settings(path: str | Path = "mkdocs.yml") -> dict:

@@ -1,7 +1,7 @@
 """`python -m atlas ARGS`, with the same timestamps the peer prints: seconds since its start after atlas's imports
 (atlas, torch, sympy), after the SPEC is loaded (the factory's imports, transformers, and the model built), and at
 the end. Run by bench.py for the import / model / work split; the whole-process figures come from the plain CLI.
-It runs the CLI as atlas/__main__.py does (the same collector setting) and times atlas.spec.load from outside.
+It runs the CLI as atlas/__main__.py does (the same collector setting) and times atlas.load.spec.load from outside.
 """
 
 import time
@@ -11,12 +11,12 @@ START = time.perf_counter()
 import gc  # noqa: E402
 import sys  # noqa: E402
 
-import atlas.spec  # noqa: E402
+import atlas.load.spec  # noqa: E402
 from atlas.cli import main  # noqa: E402
 
 IMPORTED = time.perf_counter()
 stamps = []
-_load = atlas.spec.load
+_load = atlas.load.spec.load
 
 
 def load(*args, **kwargs):
@@ -25,7 +25,7 @@ def load(*args, **kwargs):
     return out
 
 
-atlas.spec.load = load
+atlas.load.spec.load = load
 gc.freeze()
 code = main(sys.argv[1:])
 DONE = time.perf_counter()

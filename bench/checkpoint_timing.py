@@ -8,10 +8,10 @@ import resource
 import sys
 import time
 
-from atlas import checkpoint, checkpoint_files
-from atlas.spec import load
-from atlas.walk import walk
-
+from atlas.analyse import checkpoint_reconcile
+from atlas.extract.walk import walk
+from atlas.load import checkpoint_listing
+from atlas.load.spec import load
 
 
 def rss_mb() -> float:
@@ -24,9 +24,9 @@ loaded = load(spec)
 doc = walk(loaded)
 before, rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, rss_mb()
 start = time.perf_counter()
-listing = checkpoint_files.read(path)
+listing = checkpoint_listing.read(path)
 read = time.perf_counter() - start
-report = checkpoint.reconcile(loaded.model, doc, listing)
+report = checkpoint_reconcile.reconcile(loaded.model, doc, listing)
 total = time.perf_counter() - start
 grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
 assert report.problems == 0, report

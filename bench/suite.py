@@ -32,8 +32,9 @@ def is_attention(comp) -> bool:
 
 
 def measure(name: str) -> dict:
-    from atlas import pipeline, spec
-    from atlas.equations.enrich import EquationMismatch
+    from atlas import pipeline
+    from atlas.analyse.equations.derive import EquationMismatch
+    from atlas.load import spec
     start = time.perf_counter()
     error = None
     try:

@@ -23,8 +23,8 @@ def pytest_configure(config):
     if worker:
         import torch
         torch.set_num_threads(1)
-    from atlas import allocator
-    allocator.keep_freed_memory()
+    from atlas.load import memory
+    memory.keep_freed_memory()
 
 
 # the models of the default site, as mkdocs.yml lists them for the atlas plugin
@@ -37,20 +37,20 @@ def fixture_spec(name: str) -> str:
 
 def lines(doc, cid: str) -> list[str]:
     """A component's steps as a reader sees them: plain LaTeX, every symbol by its name."""
-    from atlas.equations.markup import plain
+    from atlas.render.math_markup import plain
     e = doc.component(cid).equations
     return [plain(s.tex, e.names()) for s in e.steps]
 
 
 def summary(doc, cid: str) -> list[str]:
-    from atlas.equations.markup import plain
+    from atlas.render.math_markup import plain
     e = doc.component(cid).equations
     return [plain(s, e.names()) for s in e.summary]
 
 
 def page_math(text: str) -> str:
     """A generated page with the site's symbol keys and stream classes removed."""
-    from atlas.equations.markup import strip_markup
+    from atlas.render.math_markup import strip_markup
     return strip_markup(text, keep_streams=False)
 
 
@@ -58,7 +58,7 @@ def page_math(text: str) -> str:
 # 23.8 s in the suite with torch's two threads against the site's build on the other core, 14 s with one)
 ONE_THREAD = {"OMP_NUM_THREADS": "1"} if os.environ.get("PYTEST_XDIST_WORKER") else {}
 HASH_SEED = "987"       # the LDLM's one documentation run of the suite runs with it (ldlm_doc)
-_DESCRIBE = ("import pickle, sys\nfrom atlas import allocator, describe\nallocator.keep_freed_memory()\n"
+_DESCRIBE = ("import pickle, sys\nfrom atlas import describe\nfrom atlas.load import memory\nmemory.keep_freed_memory()\n"
              "open(sys.argv[1], 'wb').write(pickle.dumps(describe()))")
 
 
@@ -89,14 +89,15 @@ def ldlm_doc(tmp_path_factory):
 def ldlm_generated(ldlm_doc):
     """Everything `atlas build` generates for the LDLM alone (its pages, the reference pages of the torch.nn classes
     it uses, the catalog), assembled from the one LDLM doc of the run."""
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     return pipeline.assemble([ldlm_doc], [(spec.DEFAULT_SPEC, spec.load(spec.DEFAULT_SPEC))])
 
 
 @pytest.fixture(scope="session")
 def ldlm_files(ldlm_doc):
-    from atlas import render
-    return render.render(ldlm_doc)
+    from atlas.render import model_pages
+    return model_pages.render(ldlm_doc)
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ def snapshot(name: str) -> str:
     """The text kept for one fixture model: per component, its symbols (key, name, kind, stream), then its steps
     with the key each defines and its shape, then its constants and verification."""
     from atlas import pipeline
-    from atlas.equations.markup import plain
+    from atlas.render.math_markup import plain
     doc = pipeline.describe(f"{HERE / 'fixtures' / 'golden_models.py'}:{name}")
     out = [f"# {doc.name} ({name}): {len(doc.components)} components"]
     for c in doc.components:

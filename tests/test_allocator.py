@@ -1,4 +1,4 @@
-"""The atlas's processes keep freed memory for the next tensor of its size (atlas.allocator)."""
+"""The atlas's processes keep freed memory for the next tensor of its size (atlas.load.memory)."""
 
 import subprocess
 import sys
@@ -17,7 +17,7 @@ def faults():
 
 default = faults()
 import importlib.util      # the module alone: the package's __init__ imports the whole pipeline (1.5 s)
-spec = importlib.util.spec_from_file_location("allocator", "atlas/allocator.py")
+spec = importlib.util.spec_from_file_location("allocator", "atlas/load/memory.py")
 allocator = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(allocator)
 assert allocator.keep_freed_memory()

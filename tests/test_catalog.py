@@ -4,9 +4,9 @@ and the data flow each forward recorded."""
 import pytest
 
 from atlas import pipeline
-from atlas.catalog import _experts_of
-from atlas.model import Architecture, Trait
-from atlas.spec import load
+from atlas.document.model import Architecture, Trait
+from atlas.load.spec import load
+from atlas.render.comparison import _experts_of
 
 SUITE = "tests/fixtures/hf_suite.py"
 
@@ -50,7 +50,7 @@ def test_a_partial_rotary_says_how_many_dims_it_rotates():
     "rotary" as for a whole head. Phi-3 cuts q from its fused qkv projection before splitting heads, and rotates
     each head whole: no partial rotary."""
     from atlas import i18n
-    from atlas.catalog import rows
+    from atlas.render.comparison import rows
     neox = _doc(f"{SUITE}:gpt_neox")
     assert [(t.value, t.component) for t in neox.architecture.positions] == [("rotary 4/16",
                                                                               "gpt_neox.layers.attention")]
@@ -87,8 +87,8 @@ def test_experts_counted():
 
 
 def test_catalog_links_every_model(ldlm_doc, llama):
-    from atlas import render
-    files = render.render_catalog([ldlm_doc, llama])
+    from atlas.render import model_pages
+    files = model_pages.render_catalog([ldlm_doc, llama])
     page, es = files["catalog/index.md"], files["catalog/index.es.md"]
     assert "| [LDLM](../ldlm/index.md) | 316,152,576" in page
     assert "[12](../ldlm/frozen_lm/transformer/h/index.md) + [6](../ldlm/latent_encoder/blocks/index.md)" in page
@@ -259,7 +259,7 @@ def test_per_channel_weights_and_per_stage_heads_are_no_experts():
 def test_only_the_experts_width_reads_as_so_many_experts():
     """DeepSeek-V3's first layer is one dense MLP of 128 beside 8 experts of 32 in the others: the cell read
     "8 × 128, 8 × 32", every width taken for the experts'."""
-    from atlas.catalog import rows
+    from atlas.render.comparison import rows
     olmoe = _doc(f"{SUITE}:olmoe")
     assert rows([olmoe])[0].cells["ffn"].parts[0][0] == "4 × 128"
     dense_then_moe = Architecture(ffn=(Trait(128, "layers.0.mlp.gate_proj"), Trait(32, "layers.1.mlp.experts")),
@@ -270,8 +270,8 @@ def test_only_the_experts_width_reads_as_so_many_experts():
 def test_cosines_an_attention_projects_are_no_rotary_positions():
     """Funnel's attention receives sinusoidal embeddings and contracts them with its queries (relative positions):
     the catalog read "rotary" wherever an attention received cosines and sines. Rotary multiplies them into q, k."""
-    from atlas.architecture import _rotation
-    from atlas.trace.structures import Call, OpEvent, Ref, Value
+    from atlas.analyse.architecture.traits import _rotation
+    from atlas.extract.trace.structures import Call, OpEvent, Ref, Value
 
     def made(name, *inputs):
         v = Value(id(object()), "op", (4, 8))

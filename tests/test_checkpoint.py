@@ -10,21 +10,25 @@ from dataclasses import replace
 import jsonschema
 import pytest
 import torch
+from conftest import ROOT
+from fixtures.checkpoints import meta_shapes, sparse_safetensors, tiny_gpt2, tiny_ldlm, unique_state, with_buffers
 from safetensors import safe_open
 from safetensors.torch import save_file, save_model
 
-from atlas import checkpoint, checkpoint_files, pipeline, render, serialize, walk
+from atlas import pipeline
+from atlas.analyse import checkpoint_reconcile
 from atlas.cli import main
+from atlas.document import serialize
+from atlas.document.model import Mismatch, TiedCopy
 from atlas.errors import AtlasError
-from atlas.model import Mismatch, TiedCopy
-from atlas.spec import DEFAULT_SPEC, load
-from conftest import ROOT
-from fixtures.checkpoints import (meta_shapes, sparse_safetensors, tiny_gpt2, tiny_ldlm, unique_state,
-                                  with_buffers)
+from atlas.extract import walk
+from atlas.load import checkpoint_listing
+from atlas.load.spec import DEFAULT_SPEC, load
+from atlas.render import model_pages
 
 CKPT_FIXTURES = ROOT / "tests" / "fixtures" / "checkpoints.py"
 GPT2_SPEC = f"{CKPT_FIXTURES}:tiny_gpt2"
-SCHEMA = json.loads((ROOT / "atlas" / "schema" / "model.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "atlas" / "document" / "schema" / "model.schema.json").read_text())
 SMALL = ["--memory-budget", "0.1"]
 TINY_PARAMETERS = 112_384               # the tiny GPT-2: 128·64 + 64·64 + 2 × 49,984 + 128
 
@@ -33,7 +37,7 @@ def reconciled(spec_or_model, path, doc=None):
     """(the report, the walked doc) for a model (a SPEC or a module) against the checkpoint at `path`."""
     loaded = load(spec_or_model) if isinstance(spec_or_model, str) else spec_or_model
     doc = doc or walk.walk(loaded)
-    return checkpoint.reconcile(loaded.model, doc, checkpoint_files.read(str(path))), doc
+    return checkpoint_reconcile.reconcile(loaded.model, doc, checkpoint_listing.read(str(path))), doc
 
 
 def contiguous(state):
@@ -72,7 +76,7 @@ def test_native_gpt2_safetensors_matches_with_its_tie(gpt2_safetensors):
 
 
 def test_header_listing_agrees_with_the_safetensors_library(gpt2_safetensors):
-    listing = checkpoint_files.read(str(gpt2_safetensors))
+    listing = checkpoint_listing.read(str(gpt2_safetensors))
     with safe_open(str(gpt2_safetensors), "pt") as f:
         library = {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()}
     short = {"float32": "F32"}
@@ -102,7 +106,7 @@ def test_ddp_and_compile_prefixes_are_stripped(tmp_path):
     assert (r.matched, r.missing, r.unexpected, r.mismatched) == (29, (), (), ())
     doc = pipeline.document(load(GPT2_SPEC), pipeline.Settings(verify=False, checkpoint=str(path)))
     assert doc.checkpoint == replace(r, path="trained.pt")          # outside the working folder: its name alone
-    files = render.render(doc)
+    files = model_pages.render(doc)
     assert ("`trained.pt` (torch state dict), opened with torch.load(mmap=True, weights_only=True): its storages "
             "were mapped, never read") in files["gpt-2/index.md"]
     assert ("The prefixes `_orig_mod.`, `module.` were taken off the checkpoint's names, in that order."
@@ -168,7 +172,7 @@ def ldlm_checked(ldlm_doc, tmp_path_factory):
     path = tmp_path_factory.mktemp("ldlm") / "ldlm.safetensors"
     size = sparse_safetensors(path, meta_shapes(loaded.model))
     assert size > 4 * ldlm_doc.totals.parameters
-    report = checkpoint.reconcile(loaded.model, ldlm_doc, checkpoint_files.read(str(path)))
+    report = checkpoint_reconcile.reconcile(loaded.model, ldlm_doc, checkpoint_listing.read(str(path)))
     return replace(ldlm_doc, checkpoint=report)
 
 
@@ -183,7 +187,7 @@ def test_ldlm_reconciles_exactly(ldlm_checked):
 
 
 def test_ldlm_pages_show_the_reconciliation(ldlm_checked):
-    files = render.render(ldlm_checked)
+    files = model_pages.render(ldlm_checked)
     r = ldlm_checked.checkpoint
     page = files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
     assert "Checkpoint counted: 12 of 12 tensors match, 9,216 parameters, in `ldlm.safetensors`." in page
@@ -209,7 +213,7 @@ def test_component_pages_list_a_dozen_findings_and_point_to_the_model_page(tmp_p
     save_file({"transformer.wte.weight": torch.zeros(128, 64)}, str(tmp_path / "one.safetensors"))
     doc = pipeline.document(load(GPT2_SPEC), pipeline.Settings(verify=False, checkpoint=str(tmp_path / "one.safetensors")))
     assert (doc.checkpoint.matched, len(doc.checkpoint.missing), len(doc.checkpoint.tied)) == (1, 27, 1)
-    files = render.render(doc)
+    files = model_pages.render(doc)
     trunk = files["gpt-2/transformer/index.md"]
     assert "Checkpoint counted: 1 of 28 tensors match, 8,192 parameters, in `one.safetensors`." in trunk
     assert trunk.count("| missing from the checkpoint |") == 12
@@ -423,7 +427,7 @@ def test_index_placing_a_tensor_in_the_wrong_shard(tmp_path):
     save_file({"a": torch.zeros(2)}, str(tmp_path / "one.safetensors"))
     (tmp_path / "x.index.json").write_text(json.dumps({"weight_map": {"a": "one.safetensors", "b": "one.safetensors"}}))
     with pytest.raises(AtlasError, match="places b in one.safetensors, which does not hold it"):
-        checkpoint_files.read(str(tmp_path / "x.index.json"))
+        checkpoint_listing.read(str(tmp_path / "x.index.json"))
 
 
 def test_sharded_torch_bins(tmp_path):

@@ -6,11 +6,13 @@ Each model is in tests/fixtures/checks.py and goes through the CLI, `describe SP
 import json
 
 import pytest
-
-from atlas import recording, spec, walk
-from atlas.cli import main
-from atlas.trace.structures import Guard
 from conftest import ROOT
+
+from atlas.cli import main
+from atlas.extract import walk
+from atlas.extract.record import plan
+from atlas.extract.trace.structures import Guard
+from atlas.load import spec
 
 CHECKS = ROOT / "tests" / "fixtures" / "checks.py"
 LOOP = "data-dependent loop: the count or index at checks.py:{line} comes from the data (u0, assumed 2 when " \
@@ -122,7 +124,7 @@ def test_a_size_the_data_decides_is_named_so_in_the_table_and_on_pages(tmp_path,
 
 def test_the_record_notes_where_code_needed_a_data_dependent_number():
     loaded = spec.load(f"{CHECKS}:loop_moe")
-    trace = recording.record(loaded.model, walk.walk(loaded), None).trace
+    trace = plan.record(loaded.model, walk.walk(loaded), None).trace
     loop = line_of("for e in torch.unique(choice).tolist()")
     index = line_of("out[idx] = self.experts[e](x[idx])")
     assert [(str(g.expr), g.value, g.site) for g in trace.root.guards] == [
@@ -311,7 +313,7 @@ def test_a_twice_registered_entry_the_record_skipped_takes_the_call_it_repeats(c
 def test_a_verified_error_is_reported_in_decades_of_the_tolerance():
     """A page says the smallest of tolerance/1000, /100, /10 and the tolerance that the error is within: a float32
     rotary table's 2.7e-07 under float32's 2e-04 reads "within 2e-06", not "within 2e-04"."""
-    from atlas.equations.verify import reported_bound
+    from atlas.analyse.equations.verify import reported_bound
     assert reported_bound(2.7e-7, 2e-4) == 2e-6
     assert reported_bound(1.4e-7, 2e-4) == 2e-7
     assert reported_bound(3e-5, 2e-4) == 2e-4

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import FIXTURES, ROOT, fixture_spec
 
 from atlas.cli import main
-from conftest import FIXTURES, ROOT, fixture_spec
 
 BAD = [
     ("no_colon_here", "bad SPEC"),
@@ -49,10 +49,10 @@ def test_bad_input_from_a_real_process(tmp_path):
 # Code a describe needs only for some models (the probes of a failed symbolic run, input discovery from the first
 # layer, recurrent and composite layers' builders) or only for pages (writing the docs tree, its fingerprint, jinja2's
 # filters): a model that needs none of it leaves it unimported, and its memory free (atlas.pipeline).
-ONLY_WHEN_NEEDED = ("atlas.shapes", "atlas.fit_products", "atlas.module_copy", "atlas.symbolic_run",
-                    "atlas.first_consumer", "atlas.layer_inputs", "atlas.method_uses", "atlas.trace.upsample",
-                    "atlas.equations.composites", "atlas.equations.recurrent", "atlas.equations.verify",
-                    "atlas.site", "atlas.fingerprint", "atlas.filters", "atlas.repeats", "atlas.render")
+ONLY_WHEN_NEEDED = ("atlas.extract.probes.probe_shapes", "atlas.extract.probes.fit_products", "atlas.load.module_copy", "atlas.extract.record.escalation",
+                    "atlas.extract.discover.first_consumer", "atlas.extract.discover.layer_inputs", "atlas.extract.method_uses", "atlas.extract.trace.upsample",
+                    "atlas.analyse.equations.composites", "atlas.analyse.equations.recurrent", "atlas.analyse.equations.verify",
+                    "atlas.site.sync", "atlas.site.fingerprint", "atlas.render.filters", "atlas.render.repeat_words", "atlas.render.model_pages")
 _IMPORTED_BY_DESCRIBE = """
 import contextlib, io, json, sys
 from atlas.cli import main
@@ -68,13 +68,13 @@ def test_describe_imports_only_what_the_model_needs():
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     code, model, modules = json.loads(proc.stdout.splitlines()[-1])
     assert (code, model) == (0, "LlamaForCausalLM"), proc.stderr
-    assert "atlas.recording" in modules and "atlas.equations.enrich" in modules
+    assert "atlas.extract.record.plan" in modules and "atlas.analyse.equations.derive" in modules
     assert [m for m in ONLY_WHEN_NEEDED if m in modules] == []
 
 
 def test_describe_json_keys(ldlm_doc):
     """The LDLM's describe --json data (the CLI prints exactly serialize.as_dict: test_describe_verify_prints_json)."""
-    from atlas import serialize
+    from atlas.document import serialize
     data = json.loads(serialize.dumps(serialize.as_dict(ldlm_doc)))
     assert data["model"] == "LDLM"
     assert all(c["verification"]["verified"] for c in data["components"])
@@ -90,7 +90,9 @@ def test_describe_json_keys(ldlm_doc):
 
 
 def test_describe_verify_prints_json(capsys):
-    from atlas import pipeline, serialize, spec
+    from atlas import pipeline
+    from atlas.document import serialize
+    from atlas.load import spec
     assert main(["describe", "tests/fixtures/nanogpt.py:gpt", "--json", "--verify"]) == 0
     out = capsys.readouterr().out
     doc = pipeline.document(spec.load("tests/fixtures/nanogpt.py:gpt"), pipeline.Settings())
@@ -184,13 +186,13 @@ def test_describe_without_verify_runs_nothing(capsys):
 
 def test_interrupted_sync_leaves_whole_files(tmp_path, monkeypatch):
     """A build killed while files move into place leaves each file whole (old or new) and no staging behind."""
-    from atlas import site
+    from atlas.site import sync
     docs = tmp_path / "docs"
     old = {"m/a.md": "old a\n", "m/b.md": "old b\n", "m/c.md": "old c\n"}
-    site.sync(docs, old, ["m"])
+    sync.sync(docs, old, ["m"])
     new = {"m/a.md": "new a\n" * 100, "m/b.md": "new b\n" * 100, "m/c.md": "new c\n" * 100}
     moves = []
-    real_replace = site.os.replace
+    real_replace = sync.os.replace
 
     def replace_then_die(src, dst):
         if len(moves) == 2:
@@ -198,9 +200,9 @@ def test_interrupted_sync_leaves_whole_files(tmp_path, monkeypatch):
         moves.append(dst)
         real_replace(src, dst)
 
-    monkeypatch.setattr(site.os, "replace", replace_then_die)
+    monkeypatch.setattr(sync.os, "replace", replace_then_die)
     with pytest.raises(KeyboardInterrupt):
-        site.sync(docs, new, ["m"])
+        sync.sync(docs, new, ["m"])
     for rel in old:
         text = (docs / rel).read_text()
         assert text in (old[rel], new[rel])
@@ -232,7 +234,7 @@ def test_a_tied_head_is_marked_tied_not_a_sliver_of_the_parameters(capsys):
     """nanoGPT's LM head holds the token embedding's weight, counted there: the tree gave it "< 0.1%" of the trained
     parameters and the table its 3,072 with no mark, so the rows added up to more than the total."""
     from atlas import pipeline
-    from atlas.render import render
+    from atlas.render.model_pages import render
     spec = f"{ROOT / 'tests' / 'fixtures' / 'nanogpt.py'}:gpt"
     assert main(["describe", spec]) == 0
     head = next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("LM head"))

@@ -8,15 +8,16 @@ import re
 import pytest
 import sympy
 import torch
+from conftest import ROOT
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
-from atlas import inputs as inputs_mod
-from atlas import pipeline, spec
+from atlas import pipeline
 from atlas.cli import main
-from atlas.trace.run import DTYPES, _fake_tensors
-from atlas.trace.symbolic import SymbolicInputs
-from conftest import ROOT
+from atlas.document import input_specs as inputs_mod
+from atlas.extract.trace.runs import DTYPES, _fake_tensors
+from atlas.extract.trace.symbolic_inputs import SymbolicInputs
+from atlas.load import spec
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 B, T = sympy.Symbol("B", positive=True, integer=True), sympy.Symbol("T", positive=True, integer=True)
@@ -204,8 +205,8 @@ def test_a_negative_position_limit_is_no_limit():
     negative FLOP count printed. A limit is a positive size; discovery bounds T by none either."""
     from types import SimpleNamespace
 
-    from atlas.costing import reference_sizes
-    from atlas.discover import discover
+    from atlas.analyse.cost.component_costs import reference_sizes
+    from atlas.extract.discover.discovery import discover
 
     class Unlimited(torch.nn.Module):
         def __init__(self):
@@ -226,7 +227,7 @@ def test_a_negative_position_limit_is_no_limit():
 def test_a_size_fixed_with_dim_is_where_the_pages_evaluate():
     """--dim T=16 records at T = 16: the formulas have it put in, so the pages evaluate them at T = 16 too, not at
     the reference T (they printed the FLOPs at 16 beside "At T = 1024")."""
-    from atlas.filters import at_reference
+    from atlas.render.filters import at_reference
     loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:keyword_attention")
     free = pipeline.document(loaded, pipeline.Settings(verify=False))
     fixed = pipeline.document(loaded, pipeline.Settings(verify=False, fixed_dims=(("T", 16),)))
@@ -248,7 +249,7 @@ def test_causal_counts_at_a_pinned_size_are_exact():
 def test_a_cost_the_data_decides_says_so():
     """Tokens per expert are the data's to decide: no figure holds at the reference sizes, and the page says why
     rather than leaving the cost out (it was null, with no reason)."""
-    from atlas.render import render
+    from atlas.render.model_pages import render
     loaded = spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:routed_experts")
     doc = pipeline.document(loaded, pipeline.Settings(verify=False))
     # the call that decided the sizes, where the code makes it; not the run's own name for them (u0)
@@ -323,7 +324,7 @@ def test_counts_from_a_record_at_concrete_sizes_say_which():
     """A forward that runs on no fake tensors is recorded at the probes' sizes: its counts hold there, and the pages
     said "At : 64 FLOPs", naming none. A forward that stops halfway gives no shapes, and no counts at all (a layer
     that ran before the failure had a count at sizes no page states)."""
-    from atlas.render import render
+    from atlas.render.model_pages import render
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:through_numpy"),
                             pipeline.Settings(verify=False))
     b = dict(doc.cost_summary.pinned)["B"]
@@ -417,8 +418,8 @@ def test_a_cache_at_a_length_the_code_fixed_is_said_not_counted_per_token(tmp_pa
 def test_an_image_model_has_no_per_token_figures():
     """A CNN with a padding layer its forward never calls: that layer is probed on made-up [B, T] inputs, and the
     T it brought made the model page and the catalog give FLOPs "per token" (per 1,024 of nothing)."""
-    from atlas.catalog import rows
-    from atlas.render import render
+    from atlas.render.comparison import rows
+    from atlas.render.model_pages import render
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'models.py'}:conv_with_spare_padding"),
                             pipeline.Settings(verify=False))
     assert sorted(dict(doc.cost_summary.reference)) == ["B", "H", "W"]    # the spare layer's made-up T: not there
@@ -468,7 +469,7 @@ def test_a_branch_the_runs_sizes_decided_is_taken_as_at_the_reference_sizes():
 def test_a_mixture_of_experts_says_the_6n_rule_overstates_it(ldlm_files):
     """OLMoE's page set 7.48 GFLOPs a token, exact, beside 41.5 GFLOPs by the 6N rule, with no word on why: N counts
     all 64 experts, a token runs 8. A model whose architecture has experts says so; one without does not."""
-    from atlas.render import render
+    from atlas.render.model_pages import render
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:grouped_experts_lm"),
                             pipeline.Settings())
     assert [(t.value, t.component) for t in doc.architecture.experts] == [(2, "blocks.experts")]
@@ -491,12 +492,13 @@ def test_a_cache_at_a_pinned_batch_and_length_is_one_sequences():
 def test_sizes_all_given_the_cost_is_a_number_said_once(capsys):
     """With every input size given as a number there is no size to evaluate the counts at: the page read
     "At : 4.87 MFLOPs." and the table "forward at ; the model's", an empty list of sizes."""
-    from atlas import render
     from conftest import fixture_spec
+
+    from atlas.render import model_pages
     doc = pipeline.describe(fixture_spec("two_layer_mlp"), ["input:float32[2,3]"])
     assert doc.cost_summary.reference == ()
     flops = doc.cost.flops
-    page = render.render(doc)[f"{doc.slug}/index.md"]
+    page = model_pages.render(doc)[f"{doc.slug}/index.md"]
     assert "At :" not in page and f"$$\nF = {int(flops):,}\n$$\n\nThat is ".replace(",", "{,}") in page
     assert "**Where the FLOPs go**\n\n| " in page and "Where the FLOPs go** (" not in page
     assert main(["describe", fixture_spec("two_layer_mlp"), "--input", "input:float32[2,3]"]) == 0
@@ -577,22 +579,22 @@ def test_a_module_called_twice_counts_both_calls_in_all():
     """A Siamese encoder runs on two inputs: the model page's "Where the FLOPs go" gave it one call, 49.6% of the
     model beside a head's 0.8% (a decoder stepped five times read 16.9% where it is 84.6%). Its calls are counted:
     "in all" is both, the shares of the model's children add up to the whole, and its page says so."""
-    from atlas import render
+    from atlas.render import model_pages
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:shared_encoder"),
                             pipeline.Settings(verify=False))
     encoder, head = doc.component("encoder"), doc.component("head")
     assert (encoder.cost.calls, head.cost.calls, head.cost.flops_all_calls) == (2, 1, None)
     assert sympy.sympify(encoder.cost.flops, locals={"B": B}) == 2 * B * (8 * 16 + 16 * 16)
     assert sympy.sympify(encoder.cost.flops_all_calls, locals={"B": B}) == 2 * 2 * B * (8 * 16 + 16 * 16)
-    rows = {r.comp.id: r for r in render.cost_rows(doc)}
+    rows = {r.comp.id: r for r in model_pages.cost_rows(doc)}
     assert rows["encoder"].total == 2 * rows["encoder"].each and rows["encoder.0"].total == 2 * rows["encoder.0"].each
     assert rows["encoder"].share + rows["head"].share == 1
-    from atlas import paths
-    files = render.render(doc)
-    assert "Called 2 times in one forward: 1.54 kFLOPs in all." in files[paths.page_path(doc, encoder)]
-    assert "| 1 (2 calls) | 768 FLOPs | 1.54 kFLOPs | 92.3% |" in files[paths.page_path(doc, doc.root)]
-    assert "Llamado 2 veces en un forward: 1,54 kFLOPs en total." in files[paths.localized(
-        paths.page_path(doc, encoder), "es")]
+    from atlas.render import page_paths
+    files = model_pages.render(doc)
+    assert "Called 2 times in one forward: 1.54 kFLOPs in all." in files[page_paths.page_path(doc, encoder)]
+    assert "| 1 (2 calls) | 768 FLOPs | 1.54 kFLOPs | 92.3% |" in files[page_paths.page_path(doc, doc.root)]
+    assert "Llamado 2 veces en un forward: 1,54 kFLOPs en total." in files[page_paths.localized(
+        page_paths.page_path(doc, encoder), "es")]
 
 
 def test_repeated_blocks_are_called_once_each(ldlm_doc):
@@ -617,12 +619,12 @@ def test_an_encoder_decoders_source_length_has_its_own_limit():
     though its source limit is max_source_positions: each length takes its own."""
     from types import SimpleNamespace
 
-    from atlas import costing
+    from atlas.analyse.cost import component_costs
     model = torch.nn.Linear(2, 2)
     model.config = SimpleNamespace(max_target_positions=64, max_source_positions=256)
-    assert dict(costing.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 64, "S": 256}
+    assert dict(component_costs.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 64, "S": 256}
     model.config = SimpleNamespace(max_position_embeddings=512)
-    assert dict(costing.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 512, "S": 512}
+    assert dict(component_costs.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 512, "S": 512}
 
 
 def _saved_bytes(model, x) -> int:
@@ -676,6 +678,6 @@ def test_a_reference_size_the_record_holds_below_says_where():
     line = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if "max(0, 64 - x.size(1))" in text)
     assert dict(doc.cost_summary.reference)["T"] == 63
     assert doc.cost_summary.capped == (("T", 63, f"test_cost.py:{line}"),)
-    from atlas import render
-    page = render.render(doc)["lastrows/index.md"]
+    from atlas.render import model_pages
+    page = model_pages.render(doc)["lastrows/index.md"]
     assert f"T = 63: the largest size at which the recorded forward holds (`test_cost.py:{line}`)" in page

@@ -5,12 +5,14 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import fixture_spec
 from torch import nn
 from torch.nn import functional as F
 
-from atlas import conv_limits, i18n, symbolic_run
-from conftest import fixture_spec
-from atlas.discover import HINTS, discover
+from atlas import i18n
+from atlas.extract.discover import conv_limits
+from atlas.extract.discover.discovery import HINTS, discover
+from atlas.extract.record import escalation
 
 
 def _found(model):
@@ -20,7 +22,7 @@ def _found(model):
 
 
 def _meta(model, discovery=None):
-    tried = symbolic_run.attempts(model, discovery, "meta")
+    tried = escalation.attempts(model, discovery, "meta")
     assert tried[-1].ok, [t.error for t in tried]
     return tried
 
@@ -43,7 +45,7 @@ def test_linear_first_module_gets_its_in_features_and_runs():
     assert "`fc1`" in x.because and "in_features = 3" in x.because and "required forward() parameter" in x.because
     run = _meta(MLP(), d)[-1]
     assert run.texts == ("x:float32[B,3]",) and run.outputs == (("output", ("3", "5")),)
-    fake = symbolic_run.run(MLP(), run.texts, d.hints(), "fake")
+    fake = escalation.run(MLP(), run.texts, d.hints(), "fake")
     assert fake.ok and fake.outputs == (("output", ("B", "5")),) and fake.guards == 0
 
 
@@ -63,7 +65,7 @@ def test_embedding_first_module_gets_integer_indices_in_range():
     (idx,) = d.inputs
     assert idx.text == "idx:int64[B,T]" and (idx.low, idx.high) == (0, 11)
     assert "num_embeddings = 11" in idx.because
-    fake = symbolic_run.run(Tokens(), d.texts(), d.hints(), "fake")
+    fake = escalation.run(Tokens(), d.texts(), d.hints(), "fake")
     assert fake.outputs == (("output", ("B", "T", "11")),)
 
 
@@ -87,10 +89,10 @@ def test_conv_first_module_gets_channels_and_a_minimum_length():
     # conv2 needs 3 positions in; conv1 gives 3 from (3 - 1) * 5 + 10 = 20 samples
     assert (bound.minimum, bound.hint) == (20, 30)          # 2 outputs of conv2 need 5 of conv1: (5 - 1) * 5 + 10
     assert d.hints()["T"] == 30
-    ok = symbolic_run.run(Audio(), d.texts(), {"B": 3, "T": 20}, "meta")
-    too_short = symbolic_run.run(Audio(), d.texts(), {"B": 3, "T": 19}, "meta")
+    ok = escalation.run(Audio(), d.texts(), {"B": 3, "T": 20}, "meta")
+    too_short = escalation.run(Audio(), d.texts(), {"B": 3, "T": 19}, "meta")
     assert ok.ok and ok.outputs == (("output", ("3", "4", "1")),) and not too_short.ok
-    fake = symbolic_run.run(Audio(), d.texts(), d.hints(), "fake")
+    fake = escalation.run(Audio(), d.texts(), d.hints(), "fake")
     assert fake.outputs == (("output", ("B", "4", "((T//10)) - 1")),)     # ((T - 10)//5 + 1 - 3)//2 + 1
 
 
@@ -100,14 +102,15 @@ def test_conv2d_first_module_gets_height_and_width():
     assert d.texts() == ("input:float32[B,3,H,W]",)
     assert (d.bound("H").minimum, d.bound("W").minimum) == (8, 8)
     assert len(set(d.hints().values())) == 3 and min(d.hints().values()) > 1
-    fake = symbolic_run.run(net, d.texts(), d.hints(), "fake")
+    fake = escalation.run(net, d.texts(), d.hints(), "fake")
     assert fake.outputs == (("output", ("B", "8*((H//8))*((W//8))")),)
 
 
 def test_a_latent_vector_viewed_as_a_map_is_a_row_of_values():
     """A DCGAN generator views its latent `z` as [B, 12, 1, 1] (12 a module-level name) before a ConvTranspose2d:
     discovery offered [B, 12, H, W], the view failed ("invalid for input of size 12*B*H*W"), and nothing ran."""
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     doc = pipeline.document(spec.load(fixture_spec("latent_generator")), pipeline.Settings())
     assert doc.inputs == ("z:float32[B,12]",)
     assert "view of it as `[B, 12, 1, 1]`" in str(doc.input_notes[0])
@@ -302,7 +305,7 @@ class Segmenter(nn.Module):
 def test_first_layer_through_the_code(model, first):
     d = _found(model)
     assert d.texts() == (first,)
-    assert symbolic_run.run(model, d.texts(), d.hints(), "meta").ok
+    assert escalation.run(model, d.texts(), d.hints(), "meta").ok
 
 
 def test_torch_transformer_inputs_name_the_layer_each_reaches():
@@ -329,7 +332,7 @@ def test_unresolved_inputs_say_why():
     d = discover(Scaled())
     assert d.inputs == () and d.unresolved == (
         ("x", "`x` is a required forward() parameter, but no convention or layer says its shape"),)
-    tried = symbolic_run.attempts(Scaled(), d)
+    tried = escalation.attempts(Scaled(), d)
     assert len(tried) == 1 and not tried[0].ok and tried[0].error.startswith("no example input for `x`")
 
 
@@ -346,11 +349,11 @@ class Branchy(nn.Module):
 
 def test_data_dependent_branch_runs_on_fake_tensors_with_an_assumption():
     d = _found(Branchy())
-    meta = symbolic_run.run(Branchy(), d.texts(), d.hints(), "meta")
+    meta = escalation.run(Branchy(), d.texts(), d.hints(), "meta")
     assert not meta.ok and "item() cannot be called on meta tensors" in meta.error
-    strict = symbolic_run.run(Branchy(), d.texts(), d.hints(), "fake", assume=False)
+    strict = escalation.run(Branchy(), d.texts(), d.hints(), "fake", assume=False)
     assert not strict.ok and strict.error.startswith("GuardOnDataDependentSymNode") and "test_discover.py:" in strict.error
-    fake = symbolic_run.run(Branchy(), d.texts(), d.hints(), "fake")
+    fake = escalation.run(Branchy(), d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs == (("output", ("B", "4")),)
     assert len(fake.assumed) == 1 and fake.assumed[0].startswith("Eq(u0, 1) = False (test_discover.py:")
 
@@ -474,7 +477,7 @@ def test_wav2vec2_frames_are_an_expression_of_T(build):
     d = _found(model)
     assert (d.bound("T").minimum, d.hints()["T"]) == (400, 720)
     assert "kernels 10,3,3,3,3,2,2, strides 5,2,2,2,2,2,2" in d.inputs[0].because
-    fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
+    fake = escalation.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs[0] == ("last_hidden_state", ("B", "((((((((T//80)) - 3)//2)) - 1)//2)) + 1", "64"))
     assert fake.ranges == ("720 <= T",)                    # every conv output has at least 2 frames at the hint
 
@@ -494,9 +497,9 @@ def test_mixtral_default_dtype_fails_on_meta_and_runs_in_bfloat16(build):
 def test_bart_needs_fake_tensors_not_the_cpu(build):
     model = build("bart")
     d = _found(model)
-    meta = symbolic_run.run(model, d.texts(), d.hints(), "meta")
+    meta = escalation.run(model, d.texts(), d.hints(), "meta")
     assert not meta.ok and meta.error.endswith("(masking_utils.py:292)")
-    fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
+    fake = escalation.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs[0] == ("logits", ("B", "T", "128"))
 
 
@@ -508,7 +511,7 @@ def test_an_encoder_decoder_keeps_source_and_target_lengths_apart(build):
     assert d.texts() == ("input_ids:int64[B,S]", "decoder_input_ids:int64[B,T]")
     assert (d.bound("S").maximum, d.bound("T").maximum) == (256, 256)           # config.max_position_embeddings
     assert d.hints()["S"] != d.hints()["T"]
-    fake = symbolic_run.run(model, d.texts(), d.hints(), "fake")
+    fake = escalation.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and dict(fake.outputs)["encoder_last_hidden_state"] == ("B", "S", "64")
     assert dict(fake.outputs)["logits"] == ("B", "T", "128")
 
@@ -603,7 +606,7 @@ def test_a_table_per_patch_embedding_stride_fixes_the_image_size():
 def test_a_vision_encoder_decoder_reads_its_encoders_config(hf_suite):
     """VisionEncoderDecoder keeps the image size in config.encoder: found there, and named so (it ran at no size
     and nothing was derived)."""
-    from transformers import (GPT2Config, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig)
+    from transformers import GPT2Config, VisionEncoderDecoderConfig, VisionEncoderDecoderModel, ViTConfig
     vit = ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, image_size=16,
                     patch_size=8)
     gpt2 = GPT2Config(n_embd=32, n_layer=1, n_head=2, vocab_size=64, n_positions=32, add_cross_attention=True,
@@ -629,7 +632,8 @@ def test_windows_raise_the_positions_hint(hf_suite):
 def test_a_product_with_a_weight_matrix_is_the_first_layer():
     """`(2 pi coords) @ self.B_mat` comes before any layer: discovery took the first Linear in module order
     ([B, T, 32]), with which forward() failed; the matrix's 2 rows give the input's width."""
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     doc = pipeline.document(spec.load(fixture_spec("fourier_features")), pipeline.Settings())
     assert doc.inputs == ("coords:float32[B,2]",)
     assert all(c.equations.verification.verified for c in doc.components)
@@ -641,7 +645,8 @@ def test_a_spectrogram_under_the_waveforms_name(hf_suite):
     and nothing was derived."""
     from transformers import ASTConfig, ASTForAudioClassification
 
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     cfg = ASTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
                     patch_size=16, max_length=64, num_mel_bins=32, frequency_stride=10, time_stride=10)
     with torch.device("meta"):
@@ -658,7 +663,8 @@ def test_optional_inputs_the_code_reaches_in_turn_are_added_in_turn(hf_suite):
     line stops the run, and the four run as sequences."""
     from transformers import DecisionTransformerConfig, DecisionTransformerModel
 
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     cfg = DecisionTransformerConfig(state_dim=11, act_dim=3, hidden_size=32, n_layer=1, n_head=2, max_ep_len=64,
                                     n_positions=64, vocab_size=10)
     with torch.device("meta"):
@@ -674,7 +680,8 @@ def test_a_forecaster_with_lags_gets_its_past_from_the_config(hf_suite):
     them; no convention said so, and their three required inputs were unresolved."""
     from transformers import TimeSeriesTransformerConfig, TimeSeriesTransformerModel
 
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     cfg = TimeSeriesTransformerConfig(prediction_length=4, context_length=8, input_size=2, lags_sequence=[1, 3],
                                       num_time_features=2, d_model=16, encoder_layers=1, decoder_layers=1,
                                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=16,
@@ -714,8 +721,10 @@ def test_a_text_and_audio_model_gets_a_spectrogram_image_and_lengths_of_its_own(
     model page's context and the size costs are counted at say so (they read T = 1024, past the table's rows), and
     the token ids' note names the field the vocabulary was read from. The text's limit does not bound the frames."""
     pytest.importorskip("transformers")
-    from atlas import pipeline, spec
     from conftest import ROOT
+
+    from atlas import pipeline
+    from atlas.load import spec
     doc = pipeline.document(spec.load(f"{ROOT / 'tests' / 'fixtures' / 'hf_models.py'}:clap"),
                             pipeline.Settings(verify=False))
     assert [(t.value, t.source) for t in doc.architecture.context] == [(64, "text_config.max_position_embeddings")]
@@ -766,7 +775,8 @@ class PaddedSelfAttention(nn.Module):
 def test_a_padding_mask_spans_the_keys_and_they_may_be_the_queries():
     """nn.MultiheadAttention's padding mask spans its keys: S positions first; where the keys are the queries,
     as in self-attention, the mask over S fails and the one over T is taken, and the model's page says so."""
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     d = _found(PaddedSelfAttention())
     assert d.choices()[:2] == [("ids:int64[B,T]", "pad_mask:bool[B,S]"), ("ids:int64[B,T]", "pad_mask:bool[B,T]")]
     doc = pipeline.document(spec.Loaded("inline", PaddedSelfAttention(), None), pipeline.Settings(cost=False))

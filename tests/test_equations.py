@@ -6,13 +6,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT, fixture_spec, lines, page_math, summary, symbols_checked
 from torch import nn
 
-from atlas import pipeline, recording, shapes, spec, walk
+from atlas import pipeline
+from atlas.analyse.equations.derive import EquationMismatch, enrich
 from atlas.cli import main
-from atlas.equations.enrich import EquationMismatch, enrich
-from atlas.model import EquationStatus
-from conftest import ROOT, fixture_spec, lines, page_math, summary, symbols_checked
+from atlas.document.model import EquationStatus
+from atlas.extract import walk
+from atlas.extract.probes import probe_shapes
+from atlas.extract.record import plan
+from atlas.load import spec
 
 SOFTCAP = r"F = 50\,\tanh\!\Big(\frac{S}{50\,\sqrt{64}}\Big)"
 Q_NORM = (r"Q = {\gamma_{\mathrm{q\,norm}}}\odot \frac{{q}^{h}}"
@@ -75,7 +79,7 @@ def test_every_ldlm_component_verified(ldlm_doc):
 
 
 def test_json_keys(ldlm_doc):
-    from atlas import serialize
+    from atlas.document import serialize
     comp = {c["id"]: c for c in serialize.as_dict(ldlm_doc)["components"]}["latent_encoder.blocks.attn"]
     assert SOFTCAP in [s["tex"] for s in comp["equations"]["steps"]]
     step = next(s for s in comp["equations"]["steps"] if s["tex"] == SOFTCAP)
@@ -251,8 +255,8 @@ LEAVES = [
 
 def _leaf_doc(module, inputs):
     loaded = spec.Loaded("inline", module, None)
-    out = recording.record(module, walk.walk(loaded), inputs)
-    return enrich(module, out.doc, out.trace, shapes.inputs_mod.vocabulary(None, None))
+    out = plan.record(module, walk.walk(loaded), inputs)
+    return enrich(module, out.doc, out.trace, probe_shapes.inputs_mod.vocabulary(None, None))
 
 
 @pytest.mark.parametrize("module,shape", LEAVES, ids=lambda v: type(v).__name__ if isinstance(v, nn.Module) else "")
@@ -546,7 +550,7 @@ def test_a_query_with_every_key_masked_gets_zeros_as_torch_gives_them():
     """A boolean mask built from a padding mask and a causal one leaves the first query no key where the first key is
     padding: scaled_dot_product_attention gives that query zeros, the equations gave 0/0 = NaN, and `build` exited
     1 ("differ by inf") on a correct model. The page says what a mask adds and what a query with no key gets."""
-    from atlas.equations.ops_nn import Attention
+    from atlas.analyse.equations.ops_nn import Attention
     doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:padded_causal_attention")
     root = doc.root.equations
     assert root.verification.verified, root.verification.reason

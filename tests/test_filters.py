@@ -1,4 +1,4 @@
-from atlas import filters
+from atlas.render import filters
 
 
 def test_numbers():
@@ -27,7 +27,7 @@ def test_cost_formulas_in_symbols_sympy_reads_as_its_own_names():
     assert filters.cost_tex("512*B*S**2 + 64*B*S*T") == r"512\,B\,S^{2}+64\,B\,S\,T"
     assert filters.at_reference("512*B*S**2 + 64*B*S*T", (("B", 2), ("S", 3), ("T", 5))) == 2 * (512 * 9 + 64 * 15)
     assert filters.at_reference("N*E + floor(I/2)", (("N", 3), ("E", 4), ("I", 7))) == 15
-    from atlas.equations.lowering import same_size
+    from atlas.analyse.equations.lowering_context import same_size
     assert same_size("2*S", "S + S") and not same_size("S", "T")
 
 
@@ -41,7 +41,7 @@ def test_cost_formulas_with_a_strided_size_print():
 
 def test_a_message_quotes_names_as_code_and_keeps_the_rest_inert():
     """Notes and reasons quote the code's names in backticks (`input_ids`): they showed as literal backticks."""
-    from atlas.filters import md_message
+    from atlas.render.filters import md_message
     assert md_message("inferred: `input_ids` is the model's *main* name") == \
         r"inferred: <code>input_ids</code> is the model's \*main\* name"
     assert md_message("an odd ` and <b>") == r"an odd \` and &lt;b&gt;"

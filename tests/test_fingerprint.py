@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from atlas.cli import main
-from atlas.fingerprint import STORE
+from atlas.site.fingerprint import STORE
 
 MODEL = '''from torch import nn
 
@@ -84,7 +84,7 @@ def test_templates_and_options_are_in_the_fingerprint(tmp_path, capsys, monkeypa
 def test_a_new_fingerprint_is_kept_however_many_came_before(tmp_path):
     """Pages an atlas change leaves as they were: the store takes the new fingerprint (it used to keep the four
     that sorted last, so a new one that sorted first was dropped and every later check ran in full)."""
-    from atlas import fingerprint
+    from atlas.site import fingerprint
 
     docs, files = tmp_path / "docs", {"m/index.md": "# m\n"}
     (docs / "m").mkdir(parents=True)
@@ -115,12 +115,12 @@ def test_a_new_fingerprint_is_kept_however_many_came_before(tmp_path):
 def test_templates_are_compiled_once_and_again_when_edited(tmp_path):
     """Every environment of a process shares the templates' compiled code; an edited template (mkdocs serve) is
     compiled from its new source."""
-    from atlas import render
+    from atlas.render import model_pages
 
     (tmp_path / "page.md.j2").write_text("{{ name }} one\n")
-    first = render.environment(tmp_path).get_template("page.md.j2")
-    again = render.environment(tmp_path).get_template("page.md.j2")
+    first = model_pages.environment(tmp_path).get_template("page.md.j2")
+    again = model_pages.environment(tmp_path).get_template("page.md.j2")
     assert again.root_render_func.__code__ is first.root_render_func.__code__
     (tmp_path / "page.md.j2").write_text("{{ name }} two\n")
-    edited = render.environment(tmp_path).get_template("page.md.j2")
+    edited = model_pages.environment(tmp_path).get_template("page.md.j2")
     assert edited.render(name="x") == "x two\n" and first.render(name="x") == "x one\n"

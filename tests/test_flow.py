@@ -1,7 +1,7 @@
 """The model page's data-flow diagram: which child feeds which, read off the recorded forward of LDLM."""
 import re
 
-from atlas import diagram
+from atlas.render import diagram
 
 
 def _flow(doc, cid=""):

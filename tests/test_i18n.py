@@ -4,14 +4,16 @@ import pickle
 import shutil
 
 import pytest
-
-from atlas import catalogs, i18n, paths
-from atlas.i18n import msg, msgn
 from conftest import ROOT
+
+from atlas import i18n
+from atlas.i18n import msg, msgn
+from atlas.render import page_paths
+from atlas.site import message_catalogs
 
 
 def test_every_message_has_a_spanish_translation():
-    assert catalogs.missing("es") == []
+    assert message_catalogs.missing("es") == []
 
 
 def test_a_new_template_string_without_translation_fails(tmp_path):
@@ -19,16 +21,16 @@ def test_a_new_template_string_without_translation_fails(tmp_path):
     shutil.copytree(ROOT / "templates", templates)
     page = templates / "component.md.j2"
     page.write_text(page.read_text() + '\n{{ _("A sentence no translator has seen") }}\n')
-    assert catalogs.missing("es", templates) == ["atlas: no es translation of 'A sentence no translator has seen'"]
+    assert message_catalogs.missing("es", templates) == ["atlas: no es translation of 'A sentence no translator has seen'"]
 
 
 def test_the_message_templates_are_current():
-    """atlas/locale/<domain>.pot holds what `python -m atlas.catalogs update` extracts now."""
+    """atlas/locale/<domain>.pot holds what `python -m atlas.site.message_catalogs update` extracts now."""
     from babel.messages.pofile import read_po
     for domain in i18n.DOMAINS:
         with (i18n.LOCALE_DIR / f"{domain}.pot").open("rb") as f:
             stored = {m.id for m in read_po(f) if m.id}
-        assert stored == {m.id for m in catalogs.extract(domain) if m.id}, domain
+        assert stored == {m.id for m in message_catalogs.extract(domain) if m.id}, domain
 
 
 @pytest.mark.parametrize("code, small, large", [("en", "9,216", "49,587,456"), ("es", "9216", "49.587.456")])
@@ -53,7 +55,7 @@ def test_text_is_english_until_rendered_in_a_language():
 def test_every_page_has_its_spanish_pair(ldlm_files):
     english = {p for p in ldlm_files if p.endswith(".md") and not p.endswith(".es.md")}
     spanish = {p for p in ldlm_files if p.endswith(".es.md")}
-    assert len(english) == 76 and spanish == {paths.localized(p, "es") for p in english}
+    assert len(english) == 76 and spanish == {page_paths.localized(p, "es") for p in english}
 
 
 def test_spanish_encoder_block_page(ldlm_files):
@@ -99,7 +101,7 @@ def test_repeat_tags_agree_with_their_noun(ldlm_files, path, en, es):
 def test_repeated_names_without_a_known_noun_are_counted_with_a_sign():
     from types import SimpleNamespace
 
-    from atlas import repeats
+    from atlas.render import repeat_words
     mlp = SimpleNamespace(name="MLP", name_is_prose=True, repeat=6)
     layer = SimpleNamespace(name="LlamaDecoderLayer", name_is_prose=False, repeat=32)
     block = SimpleNamespace(name="GPT-2 block", name_is_prose=True, repeat=12)
@@ -109,12 +111,12 @@ def test_repeated_names_without_a_known_noun_are_counted_with_a_sign():
                        "12 bloques GPT-2", "12 instancias")}
     for code, want in expected.items():
         with i18n.language(code):
-            assert (repeats.label(mlp), repeats.one_of(mlp), repeats.label(layer), repeats.one_of(layer),
-                    repeats.count(layer, 32), repeats.label(block), repeats.count(None, 12)) == want
+            assert (repeat_words.label(mlp), repeat_words.one_of(mlp), repeat_words.label(layer), repeat_words.one_of(layer),
+                    repeat_words.count(layer, 32), repeat_words.label(block), repeat_words.count(None, 12)) == want
 
 
 def test_nav_labels_are_the_breadcrumb_labels_in_each_language(ldlm_doc, ldlm_files):
-    from atlas import render
+    from atlas.render import model_pages
 
     def labels(entries):
         for e in entries:
@@ -126,9 +128,9 @@ def test_nav_labels_are_the_breadcrumb_labels_in_each_language(ldlm_doc, ldlm_fi
     for code, crumb, gpt2 in (("en", "6 encoder blocks", "12 transformer blocks"),
                               ("es", "6 bloques encoder", "12 bloques transformer")):
         with i18n.language(code):
-            nav = list(labels(render.nav(ldlm_doc)))
+            nav = list(labels(model_pages.nav(ldlm_doc)))
         assert crumb in nav and gpt2 in nav and not any("×" in t for t in nav), nav
-        page = ldlm_files[paths.localized("ldlm/latent_encoder/blocks/mlp/index.md", code)]
+        page = ldlm_files[page_paths.localized("ldlm/latent_encoder/blocks/mlp/index.md", code)]
         assert f"[{crumb}](../index.md)" in page
 
 

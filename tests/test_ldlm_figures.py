@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from atlas import accounting
+from atlas.extract import accounting
 
 
 def comp(doc, cid):
@@ -36,7 +36,7 @@ def test_model_totals(ldlm_doc):
 
 
 def test_invariant_against_torch(ldlm_doc):
-    from atlas.spec import load
+    from atlas.load.spec import load
     model = load("atlas.zoo.ldlm:ldlm").model
     assert sum(p.numel() for p in model.parameters()) == ldlm_doc.totals.parameters
     trained, frozen = accounting.tree_total(ldlm_doc)
@@ -112,7 +112,7 @@ def test_reconstruction_note_on_pages(ldlm_files):
 
 
 def test_meta_device_walk_allocates_nothing():
-    from atlas.spec import load
+    from atlas.load.spec import load
     model = load("atlas.zoo.ldlm:ldlm").model
     assert all(p.device.type == "meta" for p in model.parameters())
     assert torch.device("meta") == next(model.parameters()).device

@@ -7,15 +7,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from atlas import recording, spec, walk
-from atlas.equations import lower as lower_mod
-from atlas.equations import ops_nn as n
-from atlas.equations import ops_tensor as t
-from atlas.equations.arguments import bind
-from atlas.equations.enrich import enrich
-from atlas.equations.markup import plain
-from atlas.inputs import vocabulary
-from atlas.trace.structures import OpEvent, Ref, Size, Value
+from atlas.analyse.equations import lower_event as lower_mod
+from atlas.analyse.equations import ops_nn as n
+from atlas.analyse.equations import ops_tensor as t
+from atlas.analyse.equations.arguments import bind
+from atlas.analyse.equations.derive import enrich
+from atlas.document.input_specs import vocabulary
+from atlas.extract import walk
+from atlas.extract.record import plan
+from atlas.extract.trace.structures import OpEvent, Ref, Size, Value
+from atlas.load import spec
+from atlas.render.math_markup import plain
 
 
 # -- tiny models, one per way a call can be written ---------------------------------------------------
@@ -132,7 +134,7 @@ class DtypeExtreme(nn.Module):
 
 def _doc(model: nn.Module):
     loaded = spec.Loaded("inline", model, None)
-    out = recording.record(model, walk.walk(loaded))
+    out = plan.record(model, walk.walk(loaded))
     return enrich(model, out.doc, out.trace, vocabulary(None, None))     # raises EquationMismatch on any mismatch
 
 
@@ -239,7 +241,7 @@ def test_a_shared_node_is_visited_once_by_distinct():
     """A dense block's layer takes every earlier output: walk() reaches the first one once per path, 2^29 times at
     depth 30; distinct() visits each node once, in walk()'s order of first visits (the page's constants and steps
     keep their order)."""
-    from atlas.equations.nodes import Node, Sym
+    from atlas.analyse.equations.nodes import Node, Sym
 
     class Cat(Node):
         __slots__ = ()

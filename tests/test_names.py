@@ -1,6 +1,6 @@
 import pytest
 
-from atlas import names
+from atlas.extract import names
 
 
 def test_readable_attribute():
@@ -31,7 +31,8 @@ def test_abbreviations_read_as_words_acronyms_or_code(attr, cls, name):
 
 def test_an_attribute_kept_as_written_is_code_not_prose():
     import torch.nn as nn
-    from atlas.walk import display_name
+
+    from atlas.extract.walk import display_name
     assert display_name(nn.Linear(2, 2), "c_fc") == ("c_fc", False)
     assert display_name(nn.Embedding(2, 2), "wte") == ("WTE", True)
 
@@ -53,5 +54,5 @@ def test_index_spec():
 ])
 def test_a_name_about_a_stream_is_not_the_stream(name, stream):
     """LongT5's q_indices (query positions) were colored as queries."""
-    from atlas.equations.symbols import stream_of
+    from atlas.analyse.equations.symbols import stream_of
     assert stream_of(name) == stream

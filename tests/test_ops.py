@@ -11,9 +11,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from atlas.equations import leaves, ops_math as m, ops_nn as n, ops_tensor as t, recurrent
-from atlas.equations.nodes import Evaluator, Node, Num, Printer, SizeOf, Sym
-from atlas.equations.scalars import DtypeLimit, Eps, Pi
+from atlas.analyse.equations import leaves, recurrent
+from atlas.analyse.equations import ops_math as m
+from atlas.analyse.equations import ops_nn as n
+from atlas.analyse.equations import ops_tensor as t
+from atlas.analyse.equations.nodes import Evaluator, Node, Num, Printer, SizeOf, Sym
+from atlas.analyse.equations.scalars import DtypeLimit, Eps, Pi
 
 g = torch.Generator().manual_seed(0)
 A = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
@@ -115,7 +118,7 @@ def _kinds():
             if sub not in seen:
                 seen.add(sub)
                 stack.append(sub)
-    return {c.__name__: c for c in seen if c.__module__.startswith("atlas.equations")}
+    return {c.__name__: c for c in seen if c.__module__.startswith("atlas.analyse.equations")}
 
 
 # leaves of the tree, and kinds checked through their modules' pages (leaves, composites, recurrent cells,
@@ -193,7 +196,8 @@ def test_a_size_the_data_decided_is_named_not_guessed():
     the check says "not run" and names it, where float() of the expression failed and the build with it."""
     import pytest
     import sympy
-    from atlas.equations.nodes import DataDependentSize
+
+    from atlas.analyse.equations.nodes import DataDependentSize
     ev = Evaluator({}, {"T": 6}, torch.float64)
     assert ev.size(sympy.Symbol("T") * 2) == 12
     with pytest.raises(DataDependentSize) as info:

@@ -4,10 +4,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from atlas import accounting, render, serialize, spec, walk
+from atlas.document import serialize
+from atlas.extract import accounting, walk
+from atlas.load import spec
+from atlas.render import model_pages
 
 SIZES = st.integers(min_value=1, max_value=6)
-TEMPLATES = render.environment()        # compiled once: each example renders with it, as one build renders its pages
+TEMPLATES = model_pages.environment()        # compiled once: each example renders with it, as one build renders its pages
 
 
 @st.composite
@@ -66,4 +69,4 @@ def test_random_trees(model):
     text = serialize.dumps(serialize.as_dict(doc))
     assert serialize.loads(text) == doc
     assert serialize.dumps(serialize.as_dict(again)) == text
-    assert render.render(doc, TEMPLATES) == render.render(again, TEMPLATES)
+    assert model_pages.render(doc, TEMPLATES) == model_pages.render(again, TEMPLATES)

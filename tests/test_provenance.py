@@ -7,14 +7,15 @@ from pathlib import Path
 
 import jsonschema
 import torch
+from conftest import ROOT
 from torch import nn
 
-from atlas import paths, serialize
 from atlas.cli import main
+from atlas.document import serialize
+from atlas.render import page_paths
 from atlas.zoo import ldlm
-from conftest import ROOT
 
-SCHEMA = json.loads((ROOT / "atlas" / "schema" / "model.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "atlas" / "document" / "schema" / "model.schema.json").read_text())
 
 
 def test_excerpts_are_the_files_lines(ldlm_doc):
@@ -59,7 +60,7 @@ def test_every_claim_has_code_and_a_check(ldlm_doc, ldlm_files):
         for c in comp.claims:
             assert c.check in checks and c.file and 1 <= c.start <= c.end and c.excerpt.strip()
             total += 1
-        page = ldlm_files[paths.page_path(ldlm_doc, comp)]
+        page = ldlm_files[page_paths.page_path(ldlm_doc, comp)]
         shown = [c for c in comp.claims if comp.source and c.file == comp.source.file
                  and any(x.start <= c.start and c.end <= x.end for x in comp.source.excerpts)]
         assert page.count('??? example "Read code excerpt"') == len(comp.claims) - len(shown)
@@ -102,8 +103,8 @@ def test_a_citation_without_site_url_gives_the_path_and_revision_as_such(ldlm_do
 
 
 def test_a_citation_with_site_url_gives_the_absolute_url(ldlm_doc):
-    from atlas import render
-    files = render.render(ldlm_doc, site_url="https://atlas.example.org/docs/")
+    from atlas.render import model_pages
+    files = model_pages.render(ldlm_doc, site_url="https://atlas.example.org/docs/")
     url = "https://atlas.example.org/docs/es/ldlm/latent_encoder/blocks/"
     page = files["ldlm/latent_encoder/blocks/index.es.md"]
     assert f"Enlace permanente: [{url}]({url}) · datos: [index.json](index.json)\n" in page
@@ -112,7 +113,7 @@ def test_a_citation_with_site_url_gives_the_absolute_url(ldlm_doc):
 
 
 def test_bibtex_text_escapes_latex():
-    from atlas.citation import bibtex_text
+    from atlas.render.citation import bibtex_text
     assert bibtex_text("a_b & 50% {x} #1 $y ~^ \\") == \
         "a\\_b \\& 50\\% \\{x\\} \\#1 \\$y \\textasciitilde{}\\textasciicircum{} \\textbackslash{}"
 
@@ -122,7 +123,7 @@ def test_component_json_validates(ldlm_doc, ldlm_files):
     validator = jsonschema.validators.validator_for(page_schema)(page_schema)
     validator.check_schema(page_schema)
     for comp in ldlm_doc.components:
-        data = json.loads(ldlm_files[paths.data_path(ldlm_doc, comp)])
+        data = json.loads(ldlm_files[page_paths.data_path(ldlm_doc, comp)])
         validator.validate(data)
         assert data["component"]["id"] == comp.id
     assert len([f for f in ldlm_files if f.endswith("index.json")]) == len(ldlm_doc.components)
@@ -189,9 +190,8 @@ def tiny():
 
 def test_the_revision_is_read_again_in_each_pass(tmp_path, capsys):
     """One process, three passes (as `mkdocs serve` builds again): committed, edited, committed again."""
-    import subprocess
-
     import os
+    import subprocess
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}     # not a hook's repository or index
     env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")          # nor the user's hooks and signing
 
@@ -220,7 +220,8 @@ def test_name_and_version_from_the_metadata_header_are_the_parsers():
     """Every installed distribution's name and version, read from its metadata's header block, are what the email
     parser behind importlib.metadata reads from the whole file."""
     import importlib.metadata
-    from atlas.provenance import _field
+
+    from atlas.analyse.provenance.claims import _field
     dists = list(importlib.metadata.distributions())
     assert len(dists) > 50
     for dist in dists:
@@ -231,8 +232,10 @@ def test_a_claim_on_an_inherited_init_names_that_file_at_its_revision():
     """A subclass of nn.Linear in the model's file: its weight and bias are made by nn.Linear's __init__, in
     torch's linear.py, so the accounting claim quotes those lines and names that file at torch's revision, not the
     model's file at the same line numbers."""
-    from atlas import pipeline, render
     from conftest import fixture_spec
+
+    from atlas import pipeline
+    from atlas.render import model_pages
     doc = pipeline.describe(fixture_spec("my_linear"))
     comp = doc.components[0]
     assert comp.source.file.endswith("fixtures/models.py")
@@ -248,7 +251,7 @@ def test_a_claim_on_an_inherited_init_names_that_file_at_its_revision():
     data = serialize.as_dict(doc)
     jsonschema.validate(data, SCHEMA)
     assert serialize.from_dict(data) == doc
-    page = render.render(doc)[paths.page_path(doc, comp)]
+    page = model_pages.render(doc)[page_paths.page_path(doc, comp)]
     assert (f"`torch/nn/modules/linear.py` lines {claim.start}–{claim.end} at {claim.source.label} · "
             f"[view]({claim.source.url}#L{claim.start}-L{claim.end})") in page
 
@@ -256,10 +259,11 @@ def test_a_claim_on_an_inherited_init_names_that_file_at_its_revision():
 def test_a_file_outside_version_control_is_said_so_not_as_a_revision(tmp_path):
     """A model file in no repository has no revision: its excerpts and claims say the file's state in brackets,
     never "at not under version control"."""
-    from atlas import pipeline, render
+    from atlas import pipeline
+    from atlas.render import model_pages
     (tmp_path / "tiny.py").write_text(TINY.format(tail=""))
     doc = pipeline.describe(f"{tmp_path / 'tiny.py'}:tiny")
-    page = render.render(doc)[paths.page_path(doc, doc.components[0])]
+    page = model_pages.render(doc)[page_paths.page_path(doc, doc.components[0])]
     src = doc.components[0].source
     assert (src.origin, src.revision, src.label) == ("file", None, "not under version control")
     x = src.excerpts[-1]
@@ -271,6 +275,7 @@ def test_a_file_outside_version_control_is_said_so_not_as_a_revision(tmp_path):
 
 def test_steps_through_one_part_say_no_order():
     """"Its steps run through Encoder, in that order." named one part and an order (a Siamese network's)."""
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     doc = pipeline.document(spec.load(f"{ROOT}/tests/fixtures/models.py:siamese"), pipeline.Settings(cost=False))
     assert [str(fact) for fact in doc.root.explanation] == ["Its steps run through Encoder."]

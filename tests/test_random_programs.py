@@ -9,10 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from atlas import recording, spec, walk
-from atlas.equations.enrich import enrich
-from atlas.equations.markup import plain
-from atlas.inputs import vocabulary
+from atlas.analyse.equations.derive import enrich
+from atlas.document.input_specs import vocabulary
+from atlas.extract import walk
+from atlas.extract.record import plan
+from atlas.load import spec
+from atlas.render.math_markup import plain
 
 NAMES = ("x", "h", "a", "z_bar", "q", "k", "out")
 # (template, arity): {0}, {1} are earlier values; every template keeps the shape (B, T, 8)
@@ -66,7 +68,7 @@ def test_random_forward_programs(stmts):
     source = _source(stmts)
     model = _module(source)
     loaded = spec.Loaded("random", model, None)
-    out = recording.record(model, walk.walk(loaded))
+    out = plan.record(model, walk.walk(loaded))
     doc = enrich(model, out.doc, out.trace, vocabulary(None, None))     # raises EquationMismatch on any mismatch
     root = doc.root.equations
     assert root.verification.verified, (source, root.verification.reason)

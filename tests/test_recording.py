@@ -14,19 +14,19 @@ import weakref
 import pytest
 import sympy
 import torch
+from conftest import ROOT
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from torch.nn import functional as F
 
-from atlas import spec
 from atlas.cli import main
+from atlas.document.input_specs import InputSpec
+from atlas.extract.probes import probe_shapes
+from atlas.extract.trace import runs
+from atlas.load import spec
+from atlas.load.spec import load
 from atlas.pipeline import Settings, document
-from atlas.inputs import InputSpec
-from atlas.spec import load
-from atlas import shapes
-from atlas.trace import run
-from conftest import ROOT
 
 SPEC = "tests/fixtures/recording_models.py"
 
@@ -156,9 +156,9 @@ def test_a_table_the_code_caches_per_length_runs_on_symbolic_sizes(capsys):
 def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     """Built on the meta device, the buffers have no values; the CPU copies that check the equations and run the
     fallback probes get the ones the constructor computed (zeros broke EnCodec: a conv padded by 0, "too small")."""
-    from atlas import buffer_values
-    from atlas.equations.verify import materialize
-    from atlas.shapes import _cpu_copy
+    from atlas.analyse.equations.verify import materialize
+    from atlas.extract.probes.probe_shapes import _cpu_copy
+    from atlas.load import buffer_values
     model = load(f"{SPEC}:sizes_in_buffers").model
     assert model.padding_total.device.type == "meta"
     known = buffer_values.known(model)
@@ -250,7 +250,8 @@ def test_the_buffer_watch_never_fails_the_factory():
     """A call whose arguments the watch cannot rebuild (a named tuple holding a small tensor) runs as it would
     without the watch; that tensor just gets no value."""
     import collections
-    from atlas import buffer_values
+
+    from atlas.load import buffer_values
     Pair = collections.namedtuple("Pair", "a b")
     with torch.device("meta"), buffer_values.Watch() as watch:
         small = torch.arange(4)
@@ -260,7 +261,7 @@ def test_the_buffer_watch_never_fails_the_factory():
 
 
 def test_nan_only_where_forward_gives_it():
-    from atlas.equations.verify import _nan_only_in
+    from atlas.analyse.equations.verify import _nan_only_in
     nan = float("nan")
     assert _nan_only_in([torch.tensor([nan, 1.0, nan])], [torch.tensor([0.5, 1.0, nan])]) == (1, 3)
     assert _nan_only_in([torch.tensor([1.0]), torch.tensor([3])], [torch.tensor([nan]), torch.tensor([3])]) is None
@@ -276,7 +277,7 @@ def test_writes_through_views_reach_the_base(capsys):
 def _pyramid_trace():
     model = load(f"{SPEC}:pyramid").model
     groups = [[f"blocks.{i}" for i in range(4)]]
-    return run.symbolic(model, [InputSpec("x", "float32", ("B", 8))], {"B": 2}, groups)
+    return runs.symbolic(model, [InputSpec("x", "float32", ("B", 8))], {"B": 2}, groups)
 
 
 def test_repeated_entries_run_once_unless_their_inputs_differ():
@@ -295,10 +296,10 @@ def test_only_entries_that_run_get_fake_weights(monkeypatch):
     entry runs: a 126-layer model pays for the one layer it runs. Block 3 runs, so its Linear's weights are made
     fake then, and known as that module's; everything is put back after the run."""
     made = []
-    fake_like = run._fake_like
-    monkeypatch.setattr(run, "_fake_like", lambda t, mode: made.append(t) or fake_like(t, mode))
+    fake_like = runs._fake_like
+    monkeypatch.setattr(runs, "_fake_like", lambda t, mode: made.append(t) or fake_like(t, mode))
     model = load(f"{SPEC}:pyramid").model
-    trace = run.symbolic(model, [InputSpec("x", "float32", ("B", 8))], {"B": 2}, [[f"blocks.{i}" for i in range(4)]])
+    trace = runs.symbolic(model, [InputSpec("x", "float32", ("B", 8))], {"B": 2}, [[f"blocks.{i}" for i in range(4)]])
     assert trace.error is None
     assert len(made) == 4                      # blocks.0.0 and blocks.3.0: weight and bias each, of 8
     weights = {(v.owner, v.attr) for v in trace.values if v.kind == "param"}
@@ -378,7 +379,7 @@ def test_a_cpu_copy_of_a_meta_model_indexes_with_its_position_ids(capsys):
 def test_a_module_the_forward_never_calls_says_its_shapes_are_its_own(capsys):
     """The dropout the fused kernel makes unused gets shapes from a call of its own; the JSON, the table and the
     page say so, and the page claims nothing about what the model passes it."""
-    from atlas import render
+    from atlas.render import model_pages
     data, _ = _describe(capsys, "fused_attention")
     drop = next(c for c in data["components"] if c["id"] == "dropout")
     assert drop["shapes"]["method"] == "own" and data["components"][0]["shapes"]["method"] == "fake"
@@ -386,7 +387,7 @@ def test_a_module_the_forward_never_calls_says_its_shapes_are_its_own(capsys):
     assert "(own call: not called by forward)" in next(line for line in capsys.readouterr().out.splitlines()
                                                         if line.strip().startswith("Dropout"))
     doc = document(load(f"{SPEC}:fused_attention"), Settings())
-    page = render.render(doc)[f"{doc.slug}/dropout.md"]
+    page = model_pages.render(doc)[f"{doc.slug}/dropout.md"]
     assert "does not call this component with the example inputs" in page
     assert "with the shapes shown above at every probed input size" not in page
 
@@ -528,7 +529,7 @@ def test_a_forward_on_fake_tensors_that_runs_past_its_time_stops_and_says_so(cap
     run.RECORD_SECONDS: stderr says so, the shapes come from concrete probes, and the alarm is put back."""
     import signal
     import time
-    monkeypatch.setattr(run, "RECORD_SECONDS", 1)
+    monkeypatch.setattr(runs, "RECORD_SECONDS", 1)
     start = time.perf_counter()
     assert main(["describe", f"{SPEC}:slow_on_fake_tensors", "--input", "x:float32[B,T,8]", "--json"]) == 0
     assert time.perf_counter() - start < 20
@@ -551,7 +552,7 @@ class _NeverRuns(nn.Module):
 def test_no_input_is_said_to_replace_another_when_neither_ran():
     """Every candidate failed: the notes say what was inferred and that the forward did not run, not that the last
     candidate was taken "instead of" the first, "with which forward() failed", as if it had not."""
-    from atlas.spec import Loaded
+    from atlas.load.spec import Loaded
     doc = document(Loaded("inline", _NeverRuns(), None), Settings(verify=False))
     notes = [str(n) for n in doc.input_notes]
     assert doc.forward_failure and "this forward never runs" in doc.forward_failure
@@ -573,7 +574,7 @@ class _NumpyInside(nn.Module):
 def test_a_part_never_called_gets_its_own_record_where_the_shapes_come_from_probes():
     """The symbolic run fails, so the shapes come from forwards at several sizes, which know nothing of calls: the
     layer the forward never calls had shapes `[B, ?]` made up by the probes, marked as seen on the CPU."""
-    from atlas.spec import Loaded
+    from atlas.load.spec import Loaded
     doc = document(Loaded("inline", _NumpyInside(), None), Settings(inputs=("x:float32[B,4]",), verify=False))
     assert doc.component("fc").shapes.method == "cpu"
     unused = doc.component("unused").shapes
@@ -625,7 +626,7 @@ def test_the_cpu_copy_is_the_same_on_every_run_and_leaves_the_global_stream():
     with torch.device("meta"):
         model = nn.Sequential(nn.Linear(8, 4), nn.LayerNorm(4))
     state = torch.random.get_rng_state()
-    first, second = shapes._cpu_copy(model), shapes._cpu_copy(model)
+    first, second = probe_shapes._cpu_copy(model), probe_shapes._cpu_copy(model)
     assert torch.equal(torch.random.get_rng_state(), state)
     assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
     assert first[0].weight.std() > 0
@@ -667,8 +668,9 @@ def test_a_size_the_code_compares_with_a_table_is_found_by_solving_for_it():
     + 1 patches: no config names the image size, and the run failed at H × W ("the size of tensor a
     (((W//4))*((H//4)) + 1) must match ... (65)"), 0 of 4 components. The comparison the code made is solved for
     its sizes, a square image, and the run made again there."""
-    from atlas import pipeline
     from conftest import fixture_spec
+
+    from atlas import pipeline
     doc = pipeline.describe(fixture_spec("scratch_vit"))
     assert doc.forward_failure is None and doc.inputs == ("x:float32[B,3,32,32]",)
     assert any(str(note).startswith("H = 32, W = 32: the code stops at other sizes (models.py:")

@@ -7,26 +7,28 @@ import pytest
 import torch
 from torch import nn
 
-from atlas import reference, reference_example, reference_index, reference_instance, reference_render
+from atlas.analyse.reference import class_pages, class_uses, example_runs, small_instance
 from atlas.errors import AtlasError
+from atlas.render import reference_pages
 
 
 @pytest.fixture(scope="module")
 def gpt2():
-    from atlas import pipeline, spec
+    from atlas import pipeline
+    from atlas.load import spec
     loaded = spec.load("atlas.zoo.gpt2:gpt2_small")
     return pipeline.document(loaded, pipeline.Settings(cost=False)), loaded.model
 
 
 @pytest.fixture(scope="module")
 def models(ldlm_doc, gpt2):
-    from atlas import spec
+    from atlas.load import spec
     return [(ldlm_doc, spec.load(spec.DEFAULT_SPEC).model), gpt2]
 
 
 @pytest.fixture(scope="module")
 def built(models):
-    return reference_render.build(models)
+    return reference_pages.build(models)
 
 
 @pytest.fixture(scope="module")
@@ -36,21 +38,21 @@ def refs(built):
 
 @pytest.fixture(scope="module")
 def files(built, models):
-    from atlas import render
+    from atlas.render import model_pages
     refs, index = built
-    return reference_render.render(refs, index, [d for d, _ in models], render.environment())
+    return reference_pages.render(refs, index, [d for d, _ in models], model_pages.environment())
 
 
 @pytest.fixture(scope="module")
 def conv2d(built, models):
     """A class no model here uses, generated and rendered the same way: nothing about it is written by hand."""
-    from atlas import render
-    ref = reference.page(nn.Conv2d, [])
-    return ref, reference_render.render([ref], built[1], [d for d, _ in models], render.environment())
+    from atlas.render import model_pages
+    ref = class_pages.page(nn.Conv2d, [])
+    return ref, reference_pages.render([ref], built[1], [d for d, _ in models], model_pages.environment())
 
 
 def test_every_class_of_ldlm_and_gpt2_has_a_page_in_both_languages(models, files):
-    used = {reference_index.torch_class(type(m)) for _, model in models for m in model.modules()} - {None}
+    used = {class_uses.torch_class(type(m)) for _, model in models for m in model.modules()} - {None}
     assert {c.__name__ for c in used} == {"Dropout", "Embedding", "GELU", "LayerNorm", "Linear", "ModuleList", "SiLU"}
     for cls in used:
         for suffix in (".md", ".es.md"):
@@ -90,7 +92,7 @@ def test_the_spanish_example_is_written_and_run_in_spanish(conv2d):
     assert "# los argumentos obligatorios, pequeños; los demás conservan sus valores por defecto\n" in code
     assert "# forma (B, 3, H, W) con B = 2, H = 6, W = 6\n" in code
     assert 'print("forma de la salida:", tuple(y.shape))' in code
-    words = reference_example.texts(code)          # every comment and printed string
+    words = example_runs.texts(code)          # every comment and printed string
     english = r"\b(shape|input|output|arguments?|parameters?)\b"
     assert len(words) == 5 and not any(re.search(english, w) for w in words), words
     assert "forma de la entrada: (2, 3, 6, 6)\nforma de la salida: (2, 4, 5, 5)\nparámetros: 52" in page
@@ -111,7 +113,7 @@ def test_data_file_examples_speak_the_page_language(files, refs):
 
 def test_relu_page_is_generated_with_verified_math(files, refs):
     ref = refs["relu"]
-    assert reference.load_data(nn.ReLU) == {} and ref.used_in == ()
+    assert class_pages.load_data(nn.ReLU) == {} and ref.used_in == ()
     page = files["reference/relu.md"]
     from conftest import page_math
     assert r"y &= \max\left(x, 0\right)" in page_math(page) or "max" in page_math(page)
@@ -122,7 +124,7 @@ def test_relu_page_is_generated_with_verified_math(files, refs):
 
 def test_signatures_fit_beside_the_copy_button(refs):
     for ref in refs.values():
-        assert max(len(line) for line in ref.signature.splitlines()) <= reference.SIGNATURE_WIDTH, ref.cls
+        assert max(len(line) for line in ref.signature.splitlines()) <= class_pages.SIGNATURE_WIDTH, ref.cls
     assert refs["layernorm"].signature == ("torch.nn.LayerNorm(\n    normalized_shape,\n    eps=1e-05,\n"
                                            "    elementwise_affine=True,\n    bias=True,\n)")
     assert refs["gelu"].signature == "torch.nn.GELU(approximate='none')"
@@ -196,7 +198,7 @@ def test_nav_starts_with_the_index(built):
     from atlas import i18n
     refs, _ = built
     with i18n.language("es"):
-        (section,) = reference_render.nav(refs)
+        (section,) = reference_pages.nav(refs)
     assert list(section) == ["Referencia"]
     entries = section["Referencia"]
     assert entries[0] == "reference/index.md" and entries[1] == {"torch.nn.BatchNorm1d": "reference/batchnorm1d.md"}
@@ -204,46 +206,46 @@ def test_nav_starts_with_the_index(built):
 
 
 def test_a_class_outside_the_catalog_keeps_torchs_words_marked(built, models):
-    from atlas import render
-    ref = reference.page(nn.Softsign, [])
-    files = reference_render.render([ref], built[1], [d for d, _ in models], render.environment())
+    from atlas.render import model_pages
+    ref = class_pages.page(nn.Softsign, [])
+    files = reference_pages.render([ref], built[1], [d for d, _ in models], model_pages.environment())
     assert "(en inglés: la documentación de torch no tiene traducción aquí)" in files["reference/softsign.es.md"]
     assert "(in English" not in files["reference/softsign.md"]
 
 
 def test_a_class_without_small_arguments_says_so():
-    ref = reference.page(nn.TransformerEncoder, [])
+    ref = class_pages.page(nn.TransformerEncoder, [])
     assert ref.call is None and not ref.examples
     assert "no small integer arguments construct it and run its forward()" in ref.reason
     assert "int is not a Module subclass" in ref.reason
 
 
 def test_small_arguments_are_the_first_that_construct_and_run():
-    assert reference_instance.build(nn.Linear).call == "nn.Linear(in_features=3, out_features=4)"
-    assert reference_instance.build(nn.GroupNorm).call == "nn.GroupNorm(num_groups=3, num_channels=6)"
-    assert reference_instance.build(nn.MultiheadAttention).call == "nn.MultiheadAttention(embed_dim=4, num_heads=2)"
-    emb = reference_instance.build(nn.Embedding)
+    assert small_instance.build(nn.Linear).call == "nn.Linear(in_features=3, out_features=4)"
+    assert small_instance.build(nn.GroupNorm).call == "nn.GroupNorm(num_groups=3, num_channels=6)"
+    assert small_instance.build(nn.MultiheadAttention).call == "nn.MultiheadAttention(embed_dim=4, num_heads=2)"
+    emb = small_instance.build(nn.Embedding)
     assert [(i.text, i.sizes, i.low, i.high) for i in emb.inputs] == [("input:int64[B,T]", (2, 5), 0, 3)]
 
 
 def test_generation_is_deterministic():
-    first, second = reference.page(nn.Embedding, []), reference.page(nn.Embedding, [])
+    first, second = class_pages.page(nn.Embedding, []), class_pages.page(nn.Embedding, [])
     assert first.examples == second.examples and first.equations == second.equations
 
 
 def test_an_example_that_raises_fails():
     with pytest.raises(AtlasError, match="the example raised ZeroDivisionError"):
-        reference_example.run("print(1 / 0)", "test example")
+        example_runs.run("print(1 / 0)", "test example")
 
 
 def test_localized_code_translates_comments_and_printed_strings_only():
     from atlas import i18n
     code = 'x = torch.randn(4, 10)  # batch of 4, 10 features\nprint("input shape:", "input shape:")\ny = "bias:"\n'
     with i18n.language("es"):
-        out = reference_example.localized(code)
+        out = example_runs.localized(code)
     assert out == ('x = torch.randn(4, 10)  # lote de 4, 10 características\n'
                    'print("forma de la entrada:", "forma de la entrada:")\ny = "bias:"\n')
-    assert reference_example.texts(code) == ["batch of 4, 10 features", "input shape:", "input shape:"]
+    assert example_runs.texts(code) == ["batch of 4, 10 features", "input shape:", "input shape:"]
 
 
 def _batch_dependent(module: nn.Module, shape) -> bool:
@@ -268,7 +270,7 @@ FACT_MODULES = {
 
 def test_family_facts_are_true_of_the_code():
     checked = 0
-    for family in reference.families().values():
+    for family in class_pages.families().values():
         for member in family["members"]:
             module, shape = FACT_MODULES[member["class"]]
             assert _batch_dependent(module, shape) == member["batch_dependent"], member["class"]

@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from atlas import pipeline, reference_index, spec
+from atlas import pipeline
+from atlas.analyse.reference import class_uses
+from atlas.load import spec
 
 
 class GroupedQueryAttention(nn.Module):
@@ -99,16 +101,16 @@ def test_facts_name_the_kv_heads_and_the_norm_forms(documented):
 
 def test_kinds_group_components_by_their_facts(documented):
     doc, _ = documented
-    kinds = {k.key: [m.component for m in k.members] for k in reference_index.kinds([doc])}
+    kinds = {k.key: [m.component for m in k.members] for k in class_uses.kinds([doc])}
     assert kinds == {"attention/grouped-query": ["attn"], "norm/layer": ["norms.3"], "norm/rms": ["norms.0", "norms.2"],
                      "norm/l2": ["norms.1"]}
-    (gqa,) = [k for k in reference_index.kinds([doc]) if k.key == "attention/grouped-query"]
+    (gqa,) = [k for k in class_uses.kinds([doc]) if k.key == "attention/grouped-query"]
     assert gqa.members[0].detail == "8 query heads and 2 key/value heads of 4 features"
 
 
 def test_uses_cover_subclasses_and_containers(documented):
     doc, model = documented
-    uses = reference_index.uses([(doc, model)])
+    uses = class_uses.uses([(doc, model)])
     (emb,) = uses[nn.Embedding]
     assert (emb.component, emb.subclass, emb.instances) == ("pos", "Positions", 1)
     (lst,) = uses[nn.ModuleList]
@@ -116,4 +118,4 @@ def test_uses_cover_subclasses_and_containers(documented):
         ("norms.0", doc.component("norms.0").name, 1), ("norms.1", doc.component("norms.1").name, 1),
         ("norms.2", doc.component("norms.2").name, 1), ("norms.3", doc.component("norms.3").name, 1)))
     assert {u.component for u in uses[nn.Linear]} == {"attn.q_proj", "attn.k_proj", "attn.v_proj", "attn.o_proj"}
-    assert reference_index.torch_class(Positions) is nn.Embedding and reference_index.torch_class(Toy) is None
+    assert class_uses.torch_class(Positions) is nn.Embedding and class_uses.torch_class(Toy) is None

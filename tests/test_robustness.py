@@ -4,10 +4,11 @@ and never crashes the build or leaves a traceback."""
 import html
 
 import pytest
-
-from atlas import accounting, spec, walk
-from atlas.cli import main
 from conftest import ROOT, mkdocs_build
+
+from atlas.cli import main
+from atlas.extract import accounting, walk
+from atlas.load import spec
 
 ROBUST = ROOT / "tests" / "fixtures" / "robust.py"
 
@@ -30,8 +31,8 @@ def test_documented_without_crash(name, tmp_path, capsys):
 @pytest.mark.parametrize("name", ["weight_norm", "spectral", "empty", "buffers", "lazy"])
 def test_accounting_reconciles(name):
     loaded = spec.load(f"{ROBUST}:{name}")
-    from atlas import shapes
-    shapes.materialize_lazy(loaded.model, None)
+    from atlas.extract.probes import probe_shapes
+    probe_shapes.materialize_lazy(loaded.model, None)
     doc = walk.walk(loaded)
     trained, frozen = accounting.tree_total(doc)
     assert trained + frozen == sum(p.numel() for p in loaded.model.parameters()) == doc.totals.parameters
@@ -53,8 +54,8 @@ def test_lazy_without_inputs_says_so(tmp_path, capsys):
 
 def test_lazy_with_inputs_is_sized_on_meta():
     loaded = spec.load(f"{ROBUST}:lazy")
-    from atlas import shapes
-    assert shapes.materialize_lazy(loaded.model, None)
+    from atlas.extract.probes import probe_shapes
+    assert probe_shapes.materialize_lazy(loaded.model, None)
     assert loaded.model[0].weight.shape == (4, 3) and loaded.model[0].weight.device.type == "meta"
 
 
@@ -83,9 +84,10 @@ def test_hostile_names_are_escaped(tmp_path, capsys):
     assert "<script>" not in prose and "<b>Evil</b>" not in prose
     assert "&lt;script&gt;" in page and "\\{\\{ config \\}\\}" in page and "\\$x^2\\$" in page
     assert 'title: "&lt;b&gt;Evil&lt;/b&gt;' in page
-    from atlas import pipeline, render
+    from atlas import pipeline
+    from atlas.render import model_pages
     doc = pipeline.describe(f"{ROBUST}:nasty")
-    assert "<b>" not in str(render.nav(doc))
+    assert "<b>" not in str(model_pages.nav(doc))
 
 
 def test_hostile_names_in_a_built_site(tmp_path):

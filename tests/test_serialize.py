@@ -2,11 +2,13 @@ import json
 
 import jsonschema
 import pytest
-
-from atlas import serialize, spec, walk
 from conftest import ROOT, fixture_spec
 
-SCHEMA = json.loads((ROOT / "atlas" / "schema" / "model.schema.json").read_text())
+from atlas.document import serialize
+from atlas.extract import walk
+from atlas.load import spec
+
+SCHEMA = json.loads((ROOT / "atlas" / "document" / "schema" / "model.schema.json").read_text())
 
 
 def test_ldlm_json_validates(ldlm_doc):

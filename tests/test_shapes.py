@@ -5,18 +5,22 @@ import json
 import pytest
 import sympy
 import torch
-
-from atlas import filters, inputs, shapes, spec, walk
-from atlas.cli import main
-from atlas.model import ShapeStatus
 from conftest import ROOT, fixture_spec
 
-VOCAB = inputs.vocabulary({"B": "batch", "T": "positions"}, None)
+from atlas.cli import main
+from atlas.document import input_specs
+from atlas.document.model import ShapeStatus
+from atlas.extract import walk
+from atlas.extract.probes import probe_shapes
+from atlas.load import spec
+from atlas.render import filters
+
+VOCAB = input_specs.vocabulary({"B": "batch", "T": "positions"}, None)
 PROBES = [{"B": 2, "T": 6}, {"B": 3, "T": 10}, {"B": 5, "T": 14}]
 
 
 def fitted(f):
-    return shapes.fit([f(p["B"], p["T"]) for p in PROBES], PROBES, VOCAB)
+    return probe_shapes.fit([f(p["B"], p["T"]) for p in PROBES], PROBES, VOCAB)
 
 
 def test_fit_expressions():
@@ -37,14 +41,14 @@ def test_fits_must_hold_at_the_checking_probes():
     probes = [{"B": b, "T": t} for b, t in ((3, 60), (4, 64), (6, 68), (8, 73))]
     conv = lambda B, T: (T - 10) // 5 + 1                                           # noqa: E731
     values = [conv(p["B"], p["T"]) for p in probes]
-    assert shapes.fit(values, probes, VOCAB).symbol == "ceiling(B/2) + 9"         # four probes alone: the batch
-    checks = shapes.check_sizes(probes)
+    assert probe_shapes.fit(values, probes, VOCAB).symbol == "ceiling(B/2) + 9"         # four probes alone: the batch
+    checks = probe_shapes.check_sizes(probes)
     assert len(checks) == 4 and all(c["T"] not in (60, 64, 68, 73) for c in checks)
     assert {c["T"] > 73 for c in checks} == {True, False} and {c["B"] > 8 for c in checks} == {True, False}
-    fitted = shapes.fit(values, probes, VOCAB, [(c, conv(c["B"], c["T"])) for c in checks])
+    fitted = probe_shapes.fit(values, probes, VOCAB, [(c, conv(c["B"], c["T"])) for c in checks])
     assert fitted.symbol == "floor(T/5) - 1"
     twice = lambda B, T: conv(B, conv(B, T))                                        # noqa: E731
-    assert shapes.fit([twice(p["B"], p["T"]) for p in probes], probes, VOCAB,
+    assert probe_shapes.fit([twice(p["B"], p["T"]) for p in probes], probes, VOCAB,
                       [(c, twice(c["B"], c["T"])) for c in checks]).symbol == "?"
 
 
@@ -53,14 +57,14 @@ def test_a_rounding_to_a_multiple_of_four_is_told_from_one_to_two():
     17 positions the code needs, were T = 17, 21, 25, 30, and the checks 18 and 57, at all of which
     ceiling(T/2) + 1 gives the same sizes; it was written on the page, and is wrong at T = 16. The checks now take
     four sizes in a row, which tell them apart, and the multiple of a rounding is fitted."""
-    probes = shapes.probe_sizes(["B", "T"], {"T": (17, None)})
+    probes = probe_shapes.probe_sizes(["B", "T"], {"T": (17, None)})
     assert [p["T"] for p in probes] == [17, 21, 25, 30]
     pooled = lambda B, T: 2 * -(-T // 4)                                            # noqa: E731
-    checks = [(c, pooled(c["B"], c["T"])) for c in shapes.check_sizes(probes, {"T": (17, None)})]
+    checks = [(c, pooled(c["B"], c["T"])) for c in probe_shapes.check_sizes(probes, {"T": (17, None)})]
     assert {c["T"] for c, _ in checks} >= {18, 19, 20}
-    assert shapes.fit([pooled(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol == "2*ceiling(T/4)"
+    assert probe_shapes.fit([pooled(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol == "2*ceiling(T/4)"
     once = lambda B, T: -(-T // 2) + 1                                              # noqa: E731
-    assert shapes.fit([once(p["B"], p["T"]) for p in probes], probes, VOCAB,
+    assert probe_shapes.fit([once(p["B"], p["T"]) for p in probes], probes, VOCAB,
                       [(c, once(c["B"], c["T"])) for c, _ in checks]).symbol == "ceiling(T/2) + 1"
 
 
@@ -69,7 +73,7 @@ def test_a_floor_that_is_a_ceiling_is_written_as_one(capsys):
     it is ceiling(H/2); one of kernel 3 unpadded, floor((H - 3)/2) + 1, stays a floor. Equal at every size."""
     from torch.fx.experimental.symbolic_shapes import FloorDiv
 
-    from atlas.trace.symbolic import readable
+    from atlas.extract.trace.symbolic_inputs import readable
     h = sympy.Symbol("H", positive=True, integer=True)
     assert readable(FloorDiv(h - 1, 2) + 1) == sympy.ceiling(h / 2)
     assert readable(FloorDiv(h + 3, 4)) == sympy.ceiling(h / 4)
@@ -103,17 +107,17 @@ def test_ldlm_symbolic_shapes_match_real_cpu_forwards(ldlm_doc):
     """One real CPU forward at two small sizes; every page's shapes evaluate to what was observed."""
     torch.manual_seed(0)
     model = spec.load("atlas.zoo.ldlm:ldlm", device="cpu").model.eval()
-    specs, _ = inputs.resolve([inputs.parse_input(t) for t in ldlm_doc.inputs],
-                              inputs.vocabulary(model.atlas_dims, model.atlas_fixed_dims))
+    specs, _ = input_specs.resolve([input_specs.parse_input(t) for t in ldlm_doc.inputs],
+                              input_specs.vocabulary(model.atlas_dims, model.atlas_fixed_dims))
     checked = 0
     for sizes in ({"B": 1, "T": 3}, {"B": 2, "T": 4}):
-        observed = shapes.capture(model, shapes.example_inputs(specs, sizes, "cpu"))
+        observed = probe_shapes.capture(model, probe_shapes.example_inputs(specs, sizes, "cpu"))
         for comp in ldlm_doc.components:
             module = model.get_submodule(comp.module_paths[0])
             assert comp.shapes.status is ShapeStatus.DERIVED, comp.id
             if id(module) not in observed:      # not called by LDLM's forward: probed with its own inputs
-                own, _ = inputs.resolve([inputs.parse_input(t) for t in module.atlas_inputs], inputs.vocabulary(None, None))
-                observed.update(shapes.capture(module, shapes.example_inputs(own, sizes, "cpu")))
+                own, _ = input_specs.resolve([input_specs.parse_input(t) for t in module.atlas_inputs], input_specs.vocabulary(None, None))
+                observed.update(probe_shapes.capture(module, probe_shapes.example_inputs(own, sizes, "cpu")))
             ins, outs = observed[id(module)]
             for declared, seen in ((comp.shapes.inputs, ins), (comp.shapes.outputs, outs)):
                 assert [t.name for t in declared] == [n for n, _, _ in seen], comp.id
@@ -153,7 +157,7 @@ def line_of_fixture(text: str) -> int:
 
 def describe(name, inputs_=None):
     loaded = spec.load(fixture_spec(name))
-    return shapes.derive(loaded.model, walk.walk(loaded), inputs_)
+    return probe_shapes.derive(loaded.model, walk.walk(loaded), inputs_)
 
 
 def test_data_dependent_falls_back_to_cpu(capsys):
@@ -234,7 +238,7 @@ def test_bad_input_flag(capsys):
 
 def test_70b_config_stays_on_meta():
     loaded = spec.load(f"{fixture_spec('x').rsplit('/', 1)[0]}/llama.py:llama3_70b")
-    doc = shapes.derive(loaded.model, walk.walk(loaded))
+    doc = probe_shapes.derive(loaded.model, walk.walk(loaded))
     assert doc.totals.parameters == 70_553_706_496
     assert all(p.device.type == "meta" for p in loaded.model.parameters())
     q = doc.component("layers.self_attn.q_proj").shapes
@@ -244,8 +248,8 @@ def test_70b_config_stays_on_meta():
 def test_a_fit_must_hold_at_every_probe():
     """Longformer pads T up to a multiple of its window: ceil(T/8)*8 is 8, 16, 16 at (B, T) = (2, 6), (3, 10),
     (5, 14), which -8*B + 4*T fits too. The fourth probe refutes it; the multiple of a rounding fits them all."""
-    from atlas import inputs as inputs_mod
-    from atlas.shapes import fit, probe_sizes
+    from atlas.document import input_specs as inputs_mod
+    from atlas.extract.probes.probe_shapes import fit, probe_sizes
     vocab = inputs_mod.vocabulary(None, None)
     probes = probe_sizes(["B", "T"])
     assert len(probes) == 4
@@ -258,7 +262,7 @@ def test_a_fit_must_hold_at_every_probe():
 
 def test_probes_start_where_the_code_needs_them():
     """A window of 8 wants T >= 16, a position table T <= 20: the probes move into that range."""
-    from atlas.shapes import probe_sizes
+    from atlas.extract.probes.probe_shapes import probe_sizes
     assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [16, 20, 24, 29]
     assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (None, 15)})] == [2, 6, 10, 15]
     assert [p["B"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [2, 3, 5, 7]
@@ -268,8 +272,8 @@ def test_probes_tell_height_from_width_and_find_a_cnns_stride():
     """EfficientNet, probed from 131 px up: H and W moved in lockstep (W = H - 2 at every probe, equal once both
     were shifted to 131), so a height read `ceiling(W/2) - 1`; floor(H/2) was not found from an odd first probe;
     and probes 13 px apart left a stride of 32 constant, `[B, 320, 4, 4]` at every size."""
-    from atlas.shapes import fit, probe_sizes
-    vocab = inputs.vocabulary(None, None)
+    from atlas.extract.probes.probe_shapes import fit, probe_sizes
+    vocab = input_specs.vocabulary(None, None)
     probes = probe_sizes(["B", "H", "W"], {"H": (131, None), "W": (131, None)})
     assert len({p["H"] - p["W"] for p in probes}) > 1
     assert fit([p["H"] // 2 for p in probes], probes, vocab).symbol == "floor(H/2)"
@@ -291,7 +295,7 @@ def _strided_by_search(mono, xs, values, checks=()):
             for ceiling in (False, True):
                 if all(at(q, m, ceiling, x) == v for x, v in points):
                     fits.append((q, m, ceiling))
-                    key = (shapes._largest_prime(q), abs(m), q, ceiling)
+                    key = (probe_shapes._largest_prime(q), abs(m), q, ceiling)
                     if best is None or key < best[0]:
                         best = (key, (sympy.ceiling if ceiling else sympy.floor)((mono + m) / q), (q, m, ceiling))
     if best is None:
@@ -307,7 +311,7 @@ def _strided_by_search(mono, xs, values, checks=()):
 def test_a_remainder_tested_against_zero_is_the_plain_remainder():
     """(-T) % 256 > 0, Zamba2's test for padding, reads Mod(255*T, 256) > 0 in sympy; it holds where T is no
     multiple of 256. A factor the modulus shares is divided out; a value that is not a test is left alone."""
-    from atlas.trace.symbolic import readable
+    from atlas.extract.trace.symbolic_inputs import readable
     t = sympy.Symbol("T", positive=True, integer=True)
     assert readable(sympy.Mod(-t, 256) > 0) == (sympy.Mod(t, 256) > 0)
     assert readable(sympy.Eq(sympy.Mod(2 * t, 8), 0)) == sympy.Eq(sympy.Mod(t, 4), 0)
@@ -325,10 +329,10 @@ def test_a_length_padded_to_whole_windows_is_fitted(window):
     """Longformer pads its positions to a multiple of its attention window (here 8): the embeddings, the layers
     and the attention read [B, ?, 64], where the page can say [B, 8·ceiling(T/8), 64]. (A window wider than the
     probes, 32 or a released model's 512, still reads "?": every probe pads to one window.)"""
-    probes = shapes.probe_sizes(["B", "T"])
+    probes = probe_shapes.probe_sizes(["B", "T"])
     padded = lambda B, T: window * -(-T // window)                                  # noqa: E731
-    checks = [(c, padded(c["B"], c["T"])) for c in shapes.check_sizes(probes)]
-    fitted = shapes.fit([padded(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol
+    checks = [(c, padded(c["B"], c["T"])) for c in probe_shapes.check_sizes(probes)]
+    fitted = probe_shapes.fit([padded(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol
     assert fitted == f"{window}*ceiling(T/{window})"
     assert filters.compact_symbol(fitted) == f"{window}·ceiling(T/{window})"
 
@@ -348,7 +352,7 @@ def test_stride_shifts_from_intervals_equal_the_search():
         check = rng.randint(5, 600)
         if values[-1] <= values[0]:
             continue
-        got = shapes._strided_once(T, xs, values, [(check, size(check))])
+        got = probe_shapes._strided_once(T, xs, values, [(check, size(check))])
         assert got == _strided_by_search(T, xs, values, [(check, size(check))]), (q, m, ceiling, xs, values)
         fitted += got is not None
     assert fitted >= 10                     # the rest: another shift fits the four points too
@@ -359,12 +363,12 @@ def test_a_patch_grid_over_height_and_width_is_fitted():
     of one size fits them, yet 4*floor(H/16 + 7/16) held at every probe and check (the W check, 93, gave 2·6 = 12
     as 3·4 does), and the page gave 12 tokens at 56 × 56 px, where there are 16. A patch of 14 is no stride of
     16 shifted by 6, either, though these probes do not tell them apart (see shapes._strided)."""
-    vocab = inputs.vocabulary({"B": "batch", "H": "height", "W": "width"}, None)
+    vocab = input_specs.vocabulary({"B": "batch", "H": "height", "W": "width"}, None)
     probes = [{"B": b, "H": h, "W": w} for b, h, w in ((3, 40, 56), (4, 44, 61), (6, 48, 63), (8, 53, 68))]
     checks = [{"B": 19, "H": 41, "W": 93}, {"B": 5, "H": 80, "W": 57}, {"B": 5, "H": 42, "W": 58},
               {"B": 7, "H": 43, "W": 59}]
     tokens = lambda s: (s["H"] // 14) * (s["W"] // 14) + 1                      # noqa: E731
-    fitted = shapes.fit([tokens(p) for p in probes], probes, vocab, [(c, tokens(c)) for c in checks])
+    fitted = probe_shapes.fit([tokens(p) for p in probes], probes, vocab, [(c, tokens(c)) for c in checks])
     assert fitted.symbol == "floor(H/14)*floor(W/14) + 1" and fitted.name == "height × width"
     assert filters.compact_symbol("floor(H/14)*floor(W/14) + 1") == "floor(H/14)·floor(W/14) + 1"
 
@@ -373,7 +377,7 @@ def test_sizes_on_the_branch_the_record_took_are_written_as_that_branch_has_them
     """Falcon-H1's mixer pads T to a multiple of its chunk of 16 only when it is not one; recorded at T = 128, its
     output length read floor((T + Mod(15T, 16))/floor(T/16 + Mod(15T, 16)/16))·floor(T/16 + Mod(15T, 16)/16),
     32 at T = 20 where the output has 20. On the branch the record took, a multiple of 16, that is T."""
-    from atlas import branch_sizes
+    from atlas.extract.trace import branch_sizes
     on = branch_sizes.multiples([("Mod(T, 16) <= 0", "modeling_falcon_h1.py:571"), ("Mod(S, 8) > 0", None),
                                  ("Eq(Mod(H, 4), 0)", "x.py:1")])
     assert on == {"T": 16, "H": 4}                      # a size that is no multiple tells nothing to substitute
@@ -391,23 +395,23 @@ def test_a_shifted_stride_another_unshifted_one_also_fits_is_not_guessed():
     """Depth Anything's output height is 14·floor(H/14) (a patch of 14, then upsampling by 14). Probed from 40 to
     80 px, floor((H + 6)/16) fits every probe and check as well, and the smoother stride was taken: 42 rows at
     56 px, where there are 56. Where a fit with a smaller shift gives other sizes, the dim reads "?"."""
-    vocab = inputs.vocabulary({"B": "batch", "H": "height", "W": "width"}, None)
+    vocab = input_specs.vocabulary({"B": "batch", "H": "height", "W": "width"}, None)
     probes = [{"B": b, "H": h, "W": w} for b, h, w in ((3, 40, 56), (4, 44, 61), (6, 48, 63), (8, 53, 68))]
     checks = [{"B": 19, "H": 41, "W": 93}, {"B": 5, "H": 80, "W": 57}, {"B": 5, "H": 42, "W": 58},
               {"B": 7, "H": 43, "W": 59}]
     height = lambda s: 14 * (s["H"] // 14)                                      # noqa: E731
-    assert shapes.fit([height(p) for p in probes], probes, vocab, [(c, height(c)) for c in checks]).symbol == "?"
+    assert probe_shapes.fit([height(p) for p in probes], probes, vocab, [(c, height(c)) for c in checks]).symbol == "?"
 
 
 def test_a_check_that_gives_a_fraction_refutes_the_fit():
     """A fit was checked with int() of its value, which truncates: floor(H/4) read H/4 from probes starting at
     64 px (64, 96, 128, 168 are multiples of 4), and a check at 65 px gave int(65/4) = 16 = floor(65/4)."""
     limits = {"H": (64, None)}
-    probes = shapes.probe_sizes(["B", "H"], limits)
-    checks = shapes.check_sizes(probes, limits)
+    probes = probe_shapes.probe_sizes(["B", "H"], limits)
+    checks = probe_shapes.check_sizes(probes, limits)
     quarter = lambda s: s["H"] // 4                                             # noqa: E731
-    vocab = inputs.vocabulary({"B": "batch", "H": "height"}, None)
-    fitted = shapes.fit([quarter(p) for p in probes], probes, vocab, [(c, quarter(c)) for c in checks]).symbol
+    vocab = input_specs.vocabulary({"B": "batch", "H": "height"}, None)
+    fitted = probe_shapes.fit([quarter(p) for p in probes], probes, vocab, [(c, quarter(c)) for c in checks]).symbol
     assert fitted in ("floor(H/4)", "?"), fitted
 
 
@@ -415,14 +419,15 @@ def test_the_model_page_says_how_its_shapes_were_found():
     """A model whose shapes come from probes at several sizes (a Python loop over time pins B and T) said "the
     shapes come from one forward on fake tensors" right above the note that they came from forwards at several
     sizes. The sentence follows the model's own record."""
-    from atlas import paths, pipeline, render
+    from atlas import pipeline
+    from atlas.render import model_pages, page_paths
     one = "the shapes come from one forward on fake tensors whose sizes are these symbols, never typed."
     several = "the shapes come from forwards at several sizes of these symbols, each dim the expression that fits them"
     for spec, method, said, unsaid in ((fixture_spec("two_layer_mlp"), "fake", one, several),
                                        (f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:cell_loop", "meta",
                                         several, one)):
         doc = pipeline.describe(spec)
-        home = render.render(doc)[paths.page_path(doc, doc.root)]
+        home = model_pages.render(doc)[page_paths.page_path(doc, doc.root)]
         assert doc.root.shapes.method == method and said in home and unsaid not in home, spec
 
 
@@ -447,11 +452,11 @@ def test_a_shift_the_probes_cannot_pin_reads_unknown_not_a_guess():
     """Moonshine's first conv (kernel 127, stride 64) gives floor((T - 63)/64) positions; probes at 200, 300 and
     400 fit floor((T - 45)/64) as well, and the page stated that one, false at T = 172. Where another shift of the
     stride fits the probes and gives other sizes, the size reads "?"; an unshifted one still fits."""
-    vocab = inputs.vocabulary(None, None)
+    vocab = input_specs.vocabulary(None, None)
     xs = [200, 300, 400]
-    conv = shapes.fit([(t - 127) // 64 + 1 for t in xs], [{"B": 2, "T": t} for t in xs], vocab)
+    conv = probe_shapes.fit([(t - 127) // 64 + 1 for t in xs], [{"B": 2, "T": t} for t in xs], vocab)
     assert conv.symbol == "?", conv
-    assert shapes.fit([t // 32 for t in (136, 221, 255)], [{"W": t} for t in (136, 221, 255)], vocab).symbol == \
+    assert probe_shapes.fit([t // 32 for t in (136, 221, 255)], [{"W": t} for t in (136, 221, 255)], vocab).symbol == \
         "floor(W/32)"
 
 
@@ -459,8 +464,10 @@ def test_a_part_whose_weights_its_parent_uses_says_so():
     """nn.MultiheadAttention hands its out_proj's weight and bias to F.multi_head_attention_forward and never calls
     it: the page said only that the model's forward() does not call it, and "Not counted", though every FLOP of it
     is in its parent's count."""
-    from atlas import i18n, pipeline, spec
     from conftest import ROOT
+
+    from atlas import i18n, pipeline
+    from atlas.load import spec
     doc = pipeline.document(spec.load(f"{ROOT}/tests/fixtures/golden_models.py:encoder_layer"),
                             pipeline.Settings(verify=False))
     out_proj = doc.component("self_attn.out_proj")

@@ -49,14 +49,14 @@ def test_one_search_index_per_language_with_every_page_titled(built_site):
 
 def test_search_reads_code_as_its_text(built_site):
     """Material's search parser finds the same sections, titles and texts in a page whole and in the page as the
-    atlas gives it to the search (atlas.search_text: code blocks without their markup), on the pages of the LDLM's
+    atlas gives it to the search (atlas.site.search_text: code blocks without their markup), on the pages of the LDLM's
     latent encoder and every reference page (110 blocks); and the indexed text still holds the excerpts' code."""
     import json
     import re
 
     from material.plugins.search.plugin import Parser
 
-    from atlas.search_text import for_search
+    from atlas.site.search_text import for_search
     site, _ = built_site
 
     def sections(html: str) -> list[tuple]:
@@ -116,9 +116,8 @@ def test_plugin_takes_per_model_inputs_and_checkpoints(tmp_path):
     import json
 
     import torch
-    from safetensors.torch import save_model
-
     from fixtures.checkpoints import tiny_gpt2
+    from safetensors.torch import save_model
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Home\n")
     (tmp_path / "ck").mkdir()

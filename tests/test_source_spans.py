@@ -8,7 +8,7 @@ import pytest
 from torch import nn
 from transformers.models.llama import modeling_llama
 
-from atlas.source_spans import SourceFiles
+from atlas.extract.source_spans import SourceFiles
 from atlas.zoo import ldlm
 
 MODULES = (nn.modules.linear, nn.modules.conv, nn.modules.activation, nn.modules.rnn, nn.modules.transformer,

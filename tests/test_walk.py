@@ -2,11 +2,12 @@
 
 import pytest
 import torch
+from conftest import fixture_spec
 from torch import nn
 
-from atlas import accounting, spec, walk
-from atlas.model import CountedElsewhere
-from conftest import fixture_spec
+from atlas.document.model import CountedElsewhere
+from atlas.extract import accounting, walk
+from atlas.load import spec
 
 
 def doc_of(name):
@@ -40,7 +41,7 @@ def test_a_head_holding_a_tied_tensor_says_where_it_is_counted(capsys):
     """The head's own count holds the decoder's weight, which the model counts at the embedding: its table row and its
     page say so, and the table's parents add up to the total with it taken out."""
     from atlas.cli import main
-    from atlas.render import render
+    from atlas.render.model_pages import render
     doc = doc_of("tied_inside_head")
     head, decoder = doc.component("head"), doc.component("head.1")
     assert (doc.totals.parameters, head.parameters_per_instance) == (40 + 20, 20 + 40)

@@ -1,0 +1,412 @@
+"""Elementwise arithmetic, activations and reductions, each written out so a check is independent of torch's kernels."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import sympy
+import torch
+
+from atlas.analyse.equations.nodes import ADD, ATOM, MUL, POW, Node, Num, SizeOf, Sym
+
+_DIGIT_END, _DIGIT_START = re.compile(r"\d\}*$"), re.compile(r"\{*[\d.]")     # a product's factors as printed
+
+
+class Add(Node):
+    prec, elementwise = ADD, True
+
+    def tex(self, p):
+        a, b = self.args
+        return f"{p.wrap(a, ADD)}+{p.wrap(b, ADD)}"
+
+    def run(self, ev, a, b):
+        return a + b
+
+
+class Sub(Node):
+    prec, elementwise = ADD, True
+
+    def tex(self, p):
+        a, b = self.args
+        return f"{p.wrap(a, ADD)}-{p.wrap(b, ADD, strict=True)}"
+
+    def run(self, ev, a, b):
+        return a - b
+
+
+class Neg(Node):
+    prec, elementwise = ADD, True
+
+    def tex(self, p):
+        return "-" + p.wrap(self.args[0], MUL)
+
+    def run(self, ev, a):
+        return -a
+
+
+class Mul(Node):
+    """Elementwise product: juxtaposition with a scalar, ⊙ between tensors."""
+
+    prec, elementwise = MUL, True
+
+    def tex(self, p):
+        a, b = self.args
+        left, right = p.wrap(a, MUL), p.wrap(b, MUL)
+        if p.is_scalar(a) or p.is_scalar(b):    # 8 · 3, not "8 3": two numbers side by side read as one
+            return f"{left}\\cdot {right}" if _DIGIT_END.search(left) and _DIGIT_START.match(right) \
+                else f"{left}\\,{right}"
+        return f"{left}\\odot {right}"
+
+    def run(self, ev, a, b):
+        return a * b
+
+
+class Div(Node):
+    prec, elementwise = ATOM, True
+
+    def tex(self, p):
+        a, b = self.args
+        return r"\frac{" + p.print(a) + "}{" + p.print(b) + "}"
+
+    def run(self, ev, a, b):
+        return a / b
+
+
+class FloorDiv(Node):
+    prec, elementwise = ATOM, True
+
+    def tex(self, p):
+        a, b = self.args
+        return r"\left\lfloor " + p.print(a) + "/" + p.print(b) + r"\right\rfloor"
+
+    def run(self, ev, a, b):
+        return a // b
+
+
+class Mod(Node):
+    prec, elementwise = MUL, True
+
+    def tex(self, p):
+        a, b = self.args
+        return p.wrap(a, MUL) + r"\bmod " + p.wrap(b, MUL)
+
+    def run(self, ev, a, b):
+        return a % b
+
+
+class Pow(Node):
+    prec, elementwise = POW, True
+
+    def tex(self, p):
+        a, b = self.args
+        if isinstance(b, Num) and b.value == 0.5:
+            return r"\sqrt{" + p.print(a) + "}"
+        return p.base(a) + "^{" + p.print(b) + "}"
+
+    def run(self, ev, a, b):
+        return a ** b
+
+
+class Sqrt(Node):
+    prec, elementwise = ATOM, True
+
+    def tex(self, p):
+        return r"\sqrt{" + p.print(self.args[0]) + "}"
+
+    def run(self, ev, a):
+        return torch.sqrt(a) if isinstance(a, torch.Tensor) else math.sqrt(a)
+
+
+class Rsqrt(Node):
+    prec, elementwise = ATOM, True
+
+    def tex(self, p):
+        return r"\frac{1}{\sqrt{" + p.print(self.args[0]) + "}}"
+
+    def run(self, ev, a):
+        return 1 / torch.sqrt(a) if isinstance(a, torch.Tensor) else 1 / math.sqrt(a)
+
+
+class MachineEpsilon(Node):
+    """The machine epsilon of the argument's floating-point type, computed in its opmath type (half and bfloat16
+    in float32), as torch's norms use it when eps is None."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        return r"\epsilon_{\mathrm{mach}}"
+
+    @staticmethod
+    def of(dtype: str) -> float:
+        return torch.finfo(getattr(torch, dtype)).eps
+
+    def run(self, ev, x):
+        dtype = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+        return torch.tensor(torch.finfo(dtype).eps, dtype=x.dtype)
+
+
+class Reciprocal(Node):
+    prec, elementwise = ATOM, True
+
+    def tex(self, p):
+        return r"\frac{1}{" + p.print(self.args[0]) + "}"
+
+    def run(self, ev, a):
+        return 1 / a
+
+
+def _unary(name: str, tex_name: str, fn, big: bool = False):
+    def tex(self, p):
+        inner = p.print(self.args[0])
+        if big:
+            return tex_name + r"\!\Big(" + inner + r"\Big)"
+        return tex_name + r"\left(" + inner + r"\right)"
+
+    def run(self, ev, a):
+        if isinstance(a, torch.Tensor):
+            return fn(a)
+        return fn(torch.tensor(a, dtype=torch.float64)).item()
+
+    return type(name, (Node,), {"tex": tex, "run": run, "prec": ATOM, "elementwise": True, "__slots__": ()})
+
+
+Tanh = _unary("Tanh", r"\tanh", torch.tanh, big=True)
+Exp = _unary("Exp", r"\exp", torch.exp)
+Log = _unary("Log", r"\log", torch.log)
+Cos = _unary("Cos", r"\cos", torch.cos)
+Sin = _unary("Sin", r"\sin", torch.sin)
+Erf = _unary("Erf", r"\operatorname{erf}", torch.erf)
+Abs = _unary("Abs", r"\operatorname{abs}", torch.abs)
+Sign = _unary("Sign", r"\operatorname{sign}", torch.sign)
+Sigmoid = _unary("Sigmoid", r"\sigma", lambda x: 1 / (1 + torch.exp(-x)))
+Phi = _unary("Phi", r"\Phi", lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))))
+Softplus = _unary("Softplus", r"\operatorname{softplus}", lambda x: torch.where(x > 20, x, torch.log1p(torch.exp(x))))
+Floor = _unary("Floor", r"\operatorname{floor}", torch.floor)
+
+
+class Max(Node):
+    """The larger of two values, elementwise."""
+
+    prec, elementwise = ATOM, True
+
+    def tex(self, p):
+        a, b = self.args
+        return r"\max\!\big(" + p.print(a) + r",\;" + p.print(b) + r"\big)"
+
+    def run(self, ev, a, b):
+        return _pairwise(torch.maximum, max, a, b)
+
+
+class Min(Node):
+    prec, elementwise = ATOM, True
+
+    def tex(self, p):
+        a, b = self.args
+        return r"\min\!\big(" + p.print(a) + r",\;" + p.print(b) + r"\big)"
+
+    def run(self, ev, a, b):
+        return _pairwise(torch.minimum, min, a, b)
+
+
+def _pairwise(tensor_fn, plain_fn, a, b):
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        like = a if isinstance(a, torch.Tensor) else b
+        a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=like.dtype)
+        b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=like.dtype)
+        return tensor_fn(a, b)
+    return plain_fn(a, b)
+
+
+class Compare(Node):
+    """a < b, a = b, ... elementwise, giving booleans."""
+
+    prec, elementwise = ADD, True
+    SIGNS = {"lt": "<", "le": r"\le", "gt": ">", "ge": r"\ge", "eq": "=", "ne": r"\ne"}
+
+    def tex(self, p):
+        a, b = self.args
+        return f"{p.wrap(a, ADD)}{self.SIGNS[self.meta['op']]}{p.wrap(b, ADD)}"
+
+    def run(self, ev, a, b):
+        return getattr(torch, self.meta["op"])(torch.as_tensor(a), torch.as_tensor(b)) \
+            if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor) else \
+            {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[self.meta["op"]]
+
+
+class Not(Node):
+    """¬a, elementwise, on booleans (a mask turned over)."""
+
+    prec, elementwise = ADD - 1, True          # below a comparison's: (¬a) = b is parenthesized, ¬(a = b) is not a
+
+    def tex(self, p):
+        return r"\neg " + p.wrap(self.args[0], MUL)
+
+    def run(self, ev, a):
+        return torch.logical_not(a) if isinstance(a, torch.Tensor) else not a
+
+
+class Logical(Node):
+    """a ∧ b, a ∨ b, a ⊕ b, elementwise, on booleans (two masks combined)."""
+
+    prec, elementwise = ADD - 5, True        # below a comparison's, so that x<2 ∧ x≠0 needs no parentheses
+    SIGNS = {"and": r"\land", "or": r"\lor", "xor": r"\oplus"}
+
+    def tex(self, p):
+        a, b = self.args                        # one of them inside another is parenthesized: (a ∧ b) ∨ c
+        return f"{p.wrap(a, ADD - 1)} {self.SIGNS[self.meta['op']]} {p.wrap(b, ADD - 1)}"
+
+    def run(self, ev, a, b):
+        return getattr(torch, f"logical_{self.meta['op']}")(torch.as_tensor(a), torch.as_tensor(b))
+
+
+class Where(Node):
+    """c ? a : b, elementwise."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        c, a, b = self.args
+        return (r"\begin{cases}" + p.print(a) + r" & \text{if } " + p.print(c) + r"\\ " + p.print(b)
+                + r" & \text{otherwise}\end{cases}")
+
+    def run(self, ev, c, a, b):
+        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+            return torch.where(c, a, b)     # two numbers (LongT5's where(mask != 0, 1.0, -1000.0)), as the code ran it
+        like = a if isinstance(a, torch.Tensor) else b
+        a = a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=like.dtype)
+        b = b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=like.dtype)
+        return torch.where(c, a, b)
+
+
+# -- reductions over axes ---------------------------------------------------------------------
+def _dims(dim):
+    if dim is None:
+        return None
+    return tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
+
+
+class Mean(Node):
+    """(1/n) Σ_j x_j over axes; n is the reduced size, read from the shapes."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        x, n = self.args
+        return r"\frac{1}{" + p.print(n) + r"}\sum_{j=1}^{" + p.print(n) + "}" + _indexed(p, x)
+
+    def run(self, ev, x, n):
+        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
+        if dims is None:
+            return x.sum() / x.numel()
+        count = 1
+        for d in dims:
+            count *= x.shape[d]
+        return x.sum(dim=dims, keepdim=keep) / count
+
+
+class Sum(Node):
+    prec = ATOM
+
+    def tex(self, p):
+        x, n = self.args
+        return r"\sum_{j=1}^{" + p.print(n) + "}" + _indexed(p, x)
+
+    def run(self, ev, x, n):
+        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
+        return x.sum() if dims is None else x.sum(dim=dims, keepdim=keep)
+
+
+class Norm2(Node):
+    """‖x‖₂ over an axis."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        return r"\lVert " + p.print(self.args[0]) + r"\rVert_2"
+
+    def run(self, ev, x):
+        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
+        return torch.sqrt((x * x).sum(dim=dims, keepdim=keep))
+
+
+class Var(Node):
+    """The variance over an axis, with the code's correction (0: population)."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        x, n = self.args
+        return r"\operatorname{Var}_{" + p.print(n) + r"}\!\left(" + p.print(x) + r"\right)"
+
+    def run(self, ev, x, n):
+        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
+        mu = x.mean(dim=dims, keepdim=True)
+        count = 1
+        for d in dims:
+            count *= x.shape[d]
+        return ((x - mu) ** 2).sum(dim=dims, keepdim=keep) / (count - self.meta.get("correction", 1))
+
+
+class AMax(Node):
+    prec = ATOM
+
+    def tex(self, p):
+        return r"\max_{j}" + _indexed(p, self.args[0])
+
+    def run(self, ev, x):
+        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
+        return x.amax() if dims is None else x.amax(dim=dims, keepdim=keep)
+
+
+class Softmax(Node):
+    """exp(x_s) / Σ_u exp(x_u) over one axis; n, the axis's size, is printed from the shapes (2T keys)."""
+
+    prec = ATOM
+
+    def tex(self, p):
+        x, n = self.args
+        if not isinstance(x, Sym):
+            return r"\operatorname{softmax}\!\big(" + p.print(x) + r"\big)"
+        inner = p.base(x)
+        return (r"\frac{\exp " + inner + r"_{t,s}}{\sum_{u=1}^{" + p.print(n) + r"}\exp " + inner + r"_{t,u}}")
+
+    def run(self, ev, x, n):
+        d = self.meta["dim"]
+        e = torch.exp(x - x.amax(dim=d, keepdim=True))
+        return e / e.sum(dim=d, keepdim=True)
+
+
+class LogSoftmax(Node):
+    prec = ATOM
+
+    def tex(self, p):
+        x, n = self.args
+        return r"\log\operatorname{softmax}\!\big(" + p.print(x) + r"\big)"
+
+    def run(self, ev, x, n):
+        d = self.meta["dim"]
+        m = x.amax(dim=d, keepdim=True)
+        return x - m - torch.log(torch.exp(x - m).sum(dim=d, keepdim=True))
+
+
+def _indexed(p, x) -> str:
+    """x_j, x_j^2 or (x_j - μ)^2: the summand of a sum over features."""
+    if isinstance(x, Pow) and isinstance(x.args[0], Sub):
+        a, b = x.args[0].args
+        return r"\left(" + p.base(a) + "_j-" + p.wrap(b, MUL) + r"\right)^{" + p.print(x.args[1]) + "}"
+    if isinstance(x, Pow):
+        return p.base(x.args[0]) + "_j^{" + p.print(x.args[1]) + "}"
+    return p.base(x) + "_j"
+
+
+def n_of(shape, dim) -> SizeOf:
+    """The size of the reduced axes, all of them without a dim, for printing: `768`, `T`, `2T`, `16B`."""
+    if shape is None:
+        return SizeOf(sympy.Symbol("n"))
+    dims = _dims(dim)
+    dims = range(len(shape)) if dims is None else dims
+    size = 1
+    for d in dims:
+        size = size * shape[d]
+    return SizeOf(size)

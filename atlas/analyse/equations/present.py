@@ -1,0 +1,198 @@
+"""A named program as page data: LaTeX lines with symbol references, the symbols, constants and notations.
+
+Printing walks the same nodes the check runs. Nothing here adds markup for the site; that is the render
+layer's job (atlas.render.math_markup).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from atlas.analyse.equations import ops_math as m
+from atlas.analyse.equations.facts import facts
+from atlas.analyse.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
+from atlas.analyse.equations.ops_nn import Attention, Call, Loop, MHAOp
+from atlas.analyse.equations.ops_tensor import Heads, Item, MergeHeads, StopGradient
+from atlas.analyse.equations.program import Program
+from atlas.document.model import Equations, EquationStatus, MathSymbol, Step
+from atlas.extract.trace.call_shapes import dim
+from atlas.i18n import msg
+
+MAX_SUMMARY = 3
+
+
+def _ref(key: str) -> str:
+    return r"\atlasref{" + key + "}"
+
+
+def _loop_tex(p: Printer, prog: Program, key: str, node: Loop) -> str:
+    stem = prog.symbols[key].stem or prog.symbols[key].tex or "x"
+    mods, start, args, kwargs = node.args
+    count = node.meta["count"]
+    shown = [p.print(a) for a in kids((args, kwargs)) if not isinstance(a, (Num, SizeOf))]
+    inner = ",\\,".join([f"{{{stem}}}_n"] + shown)
+    name = p.print(mods)
+    return (f"{{{stem}}}_{{n+1}} = {name}_n\\!\\left({inner}\\right),\\quad n=0,\\dots,{count - 1};\\quad "
+            f"{{{stem}}}_0 = {p.print(start)}")
+
+
+def _dims(shape, vocab) -> tuple:
+    if shape is None:
+        return ()
+    return tuple(dim(s, vocab) for s in shape)
+
+
+def notations(prog: Program) -> tuple:
+    """Definitions of the notation the lines use, each once: heads, merged heads, the causal mask."""
+    out, seen = [], set()
+    for step in prog.steps:
+        for node in step.node.walk():
+            if isinstance(node, Heads) and "heads" not in seen:
+                seen.add("heads")
+                counts = {n.meta.get("heads") for s in prog.steps for n in s.node.walk() if isinstance(n, Heads)}
+                d = node.meta.get("features")
+                if len(counts) == 1:
+                    out.append((r"x^{h}", msg("x split into %(heads)s heads of %(features)s features each: a view "
+                                              "of its last axis, then the heads axis moved before the positions",
+                                              heads=str(counts.pop()), features=str(d))))
+                else:
+                    out.append((r"x^{h}", msg("x split into heads of %(features)s features each: a view of its "
+                                              "last axis, then the heads axis moved before the positions",
+                                              features=str(d))))
+            elif isinstance(node, MergeHeads) and "merge" not in seen:
+                seen.add("merge")
+                out.append((r"\operatorname{concat}_h(O)", msg("the heads of O put back side by side: the positions "
+                                                               "axis moved before the heads, then a reshape")))
+            elif isinstance(node, Item) and isinstance(node.meta.get("i"), int) and "item" not in seen and \
+                    not hasattr(node.args[0], "item_tex"):
+                seen.add("item")
+                out.append((r"(\ldots)_{k}", msg("the k-th of the values a call returns, counted from 1: (…)₁ is "
+                                                 "what the code reads as [0]")))
+            elif isinstance(node, StopGradient) and "sg" not in seen:
+                seen.add("sg")
+                out.append((r"\operatorname{sg}", msg("stop-gradient, the code's `.detach()`: the same value, through "
+                                                       "which no gradient flows back in training")))
+            elif isinstance(node, m.MachineEpsilon) and "eps" not in seen:
+                seen.add("eps")
+                out.append((r"\epsilon_{\mathrm{mach}}", msg("the machine epsilon of the input's floating-point type "
+                                                              "(%(eps)s in float32), which torch adds when eps is None",
+                                                              eps="%.3g" % m.MachineEpsilon.of("float32"))))
+            elif isinstance(node, MHAOp) and "mha-mask" not in seen and any(
+                    isinstance(mask, Sym) for mask in node.masks):
+                seen.add("mha-mask")
+                shown = [mask for mask in node.masks if isinstance(mask, Sym)]
+                out.append((r",\ ".join(_ref(mask.key) for mask in shown),
+                            msg("added to the logits as torch adds a mask: a boolean one is −∞ where it is true (that "
+                                "key is left out) and 0 elsewhere, a float one as it is; a padding mask [B, S] for "
+                                "every head and query, an attention mask [T, S] for every sequence, or [B·heads, T, S] "
+                                "with the heads of each sequence in turn")))
+            elif isinstance(node, Attention) and "sdpa-mask" not in seen and node.args[3] is not None \
+                    and not (isinstance(node.args[3], Num) and node.args[3].value is None):
+                seen.add("sdpa-mask")
+                mask = node.args[3]
+                out.append((_ref(mask.key) if isinstance(mask, Sym) else r"\operatorname{softmax}",
+                            msg("the mask added to the logits as scaled_dot_product_attention adds one: a boolean "
+                                "mask is 0 where it is true (that key is attended) and −∞ elsewhere, a float one is "
+                                "added as it is; a query whose every key is masked gets zeros")))
+            if node.meta.get("causal") is True and "causal" not in seen:         # Attention, MHAOp
+                seen.add("causal")
+                out.append((r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}",
+                            msg("the causal mask: each position attends to itself and the positions before it")))
+    return tuple(out)
+
+
+def residuals(prog: Program) -> int:
+    """Own steps x' = x + f(x) where f runs a section or a child module, through the steps before it, on x: the
+    branch adds back onto the value it started from. Two branches' results added (DeepSeek's routed experts plus
+    its shared experts, each on the layer's input) are no residual."""
+    by_key = {s.key: s for s in prog.steps}
+    count = 0
+    for step in prog.steps:
+        if step.section is not None or not isinstance(step.node, m.Add):
+            continue
+        a, b = step.node.args
+        if any(isinstance(base, Sym) and _reads(branch, base.key, by_key) and _runs_a_child(branch, base.key, by_key)
+               for base, branch in ((a, b), (b, a))):
+            count += 1
+    return count
+
+
+def _upstream(node, by_key: dict, stop: str | None = None):
+    """Every node `node` is computed from, through the steps before it, each once; not into the step `stop`."""
+    seen, pending = set(), [node]
+    while pending:
+        for n in pending.pop().distinct():
+            yield n
+            if isinstance(n, Sym) and n.key in by_key and n.key != stop and n.key not in seen:
+                seen.add(n.key)
+                pending.append(by_key[n.key].node)
+
+
+def _reads(node, key, by_key: dict) -> bool:
+    """Whether `node` is computed from the value `key`."""
+    return any(isinstance(n, Sym) and n.key == key for n in _upstream(node, by_key))
+
+
+def _runs_a_child(node, base: str, by_key: dict) -> bool:
+    """Whether computing `node` from the value `base` runs a section or a child module: the steps that made `base`
+    itself are not looked into (x + x·γ, x a child's result, is no residual)."""
+    return any(isinstance(n, (Call, Loop)) or (isinstance(n, Sym) and n.key in by_key and n.key != base and
+                                                by_key[n.key].section is not None)
+               for n in _upstream(node, by_key, base))
+
+
+def normalizes(prog: Program) -> bool:
+    """Whether the steps divide by a 2-norm, or by the square root of a mean (a variance, a mean square)."""
+    means = {s.key for s in prog.steps if isinstance(s.node, (m.Mean, m.Var))}
+    for step in prog.steps:
+        for node in step.node.walk():
+            if isinstance(node, m.Norm2) or getattr(node, "normalizes", False):     # a fused norm's own node
+                return True
+            if isinstance(node, (m.Sqrt, m.Rsqrt)):
+                inner = list(node.args[0].walk()) if hasattr(node.args[0], "walk") else []
+                if any(isinstance(n, (m.Mean, m.Var)) or (isinstance(n, Sym) and n.key in means) for n in inner):
+                    return True
+    return False
+
+
+def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations:
+    """Page data for a named program. `link_ids` maps a relative module path to a component id."""
+    p = Printer(prog.scalars())
+    steps = []
+    for step in prog.steps:
+        if isinstance(step.node, Loop):
+            tex = _loop_tex(p, prog, step.key, step.node)
+        elif isinstance(step.node, m.Softmax) and isinstance(step.node.args[0], Sym) and step.lhs is None:
+            tex = f"{{{_ref(step.key)}}}_{{t,s}} = {p.print(step.node)}"       # A_{t,s} = exp F_{t,s} / Σ_u ...
+        else:
+            tex = f"{step.lhs or _ref(step.key)} = {p.print(step.node)}"
+        links = tuple(dict.fromkeys(i for i in (link_ids(rel) for rel in step.links) if i is not None))
+        steps.append(Step(tex, step.section, links, step.key, _dims(step.shape, vocab)))
+    constants = tuple(f"{_ref(k)} = {_const_tex(prog.symbols[k].binding[1])}" for k in prog.constants)
+    own = [s for s in steps if s.section is None]
+    if prog.leaf:
+        summary = tuple(s.tex for s in steps) + constants
+    else:
+        summary = tuple(s.tex for s in (own if len(own) <= MAX_SUMMARY else own[-2:]))
+    used = set()
+    for line in [s.tex for s in steps] + list(constants):
+        used.update(_keys(line))
+    notes = notations(prog)
+    for tex, _ in notes:
+        used.update(_keys(tex))
+    symbols = tuple(MathSymbol(k, s.tex or k, s.kind, s.stream) for k, s in prog.symbols.items() if k in used)
+    return Equations(status, summary, tuple(steps), prog.leaf, None, None, residuals(prog), normalizes(prog),
+                     symbols, constants if not prog.leaf else (), notes, facts(prog))
+
+
+def _keys(line: str) -> list[str]:
+    from atlas.render.math_markup import refs
+    return refs(line)
+
+
+def _const_tex(value) -> str:
+    if isinstance(value, (int, float)):
+        return number_tex(value)
+    if isinstance(value, sympy.Basic):
+        return sympy.latex(value)
+    return str(value)

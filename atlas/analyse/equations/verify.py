@@ -1,0 +1,463 @@
+"""Run a component's equations on random inputs and compare them with its real forward().
+
+One instance is materialized on the CPU at a time, never the whole model: a deep copy of the meta module
+gets real storage, values from a fixed seed, float64 where it fits the memory budget (float32 where only
+that fits), and evaluation mode. It is called exactly as the model called it in the record (keyword
+arguments, tuples, flags), with random tensors in place of the recorded ones, at the sizes the record was
+made at, so every branch the code took holds again (a data-dependent size in its inputs, at the value the
+record assumed for it). Integer, boolean and complex inputs the model computed itself are remade from the
+record (`check_inputs`); floating ones (a mask) are random, unless forward() does not run on random ones, gives
+NaN on them, or reads them and takes another path (`data_reads`): then they are remade too, and the page says so.
+forward() gets copies of the inputs: what it writes into them in place (a recurrent state) stays out of what the
+equations read.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import math
+import re
+from dataclasses import replace
+from typing import NamedTuple
+
+import sympy
+import torch
+from torch import nn
+
+from atlas.analyse.equations.check_inputs import CheckInputs, copies
+from atlas.analyse.equations.data_reads import DataReads
+from atlas.analyse.equations.nodes import DataDependentSize
+from atlas.analyse.equations.ops_nn import Apply
+from atlas.analyse.equations.ops_tensor import Cast
+from atlas.analyse.equations.program import Program
+from atlas.analyse.equations.recorded import bound_arguments, shape_symbols, unbacked
+from atlas.document.model import Verification
+from atlas.errors import where
+from atlas.extract.trace.structures import Call, Size, leaves, refs
+from atlas.i18n import msg
+from atlas.load import buffer_values, code_caches
+from atlas.load.module_copy import deep_copy
+
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
+LOW = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def _retie(original: nn.Module, copy_: nn.Module) -> None:
+    """Tensors the original shares between places (a tied embedding) are one tensor in the copy too:
+    moving from the meta device makes a new tensor per place."""
+    for listing, store in ((original.named_parameters, "_parameters"), (original.named_buffers, "_buffers")):
+        first: dict[int, str] = {}
+        for name, t in listing(remove_duplicate=False):
+            if id(t) not in first:
+                first[id(t)] = name
+                continue
+            owner, _, attr = name.rpartition(".")
+            src_owner, _, src_attr = first[id(t)].rpartition(".")
+            src = getattr(copy_.get_submodule(src_owner) if src_owner else copy_, store)[src_attr]
+            getattr(copy_.get_submodule(owner) if owner else copy_, store)[attr] = src
+
+
+_POOL_SIZE = 1_048_583                  # a prime: rows of any width start at different places in the pool
+
+
+def _pool(seed: int) -> torch.Tensor:
+    """One block of seeded uniform values in [-1, 1); every parameter of a checked copy is cut from it."""
+    cached = _POOLS.get(seed)
+    if cached is None:
+        gen = torch.Generator().manual_seed(seed)
+        cached = _POOLS[seed] = torch.rand(_POOL_SIZE, generator=gen, dtype=torch.float64) * 2 - 1
+    return cached
+
+
+_POOLS: dict = {}
+
+
+def _fill(t: torch.Tensor, pool: torch.Tensor, offset: int) -> None:
+    """Copy values from the pool into a tensor (cheaper than drawing random numbers for every element)."""
+    flat = t.view(-1)
+    n, start = flat.numel(), offset % _POOL_SIZE
+    done = 0
+    while done < n:
+        take = min(n - done, _POOL_SIZE - start)
+        flat[done:done + take].copy_(pool[start:start + take])
+        done += take
+        start = 0
+
+
+def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
+    """A CPU copy of one instance with values cut from a seeded pool, not drawn by each layer's own init:
+    matrices uniform with variance 1/fan_in (as informative as normal), gains and biases near one."""
+    inst = deep_copy(module, values=False)
+    inst.to(dtype) if any(t.device.type == "meta" for t in inst.parameters()) else None   # free on the meta device
+    inst = inst.to_empty(device="cpu")
+    _retie(module, inst)
+    pool = _pool(seed)
+    offset = 0
+    known = buffer_values.known(module)
+    with torch.no_grad():
+        for name, t in inst.named_buffers():        # integer and boolean buffers: the model's values where known
+            if not t.is_floating_point() and not t.is_complex():
+                t.copy_(known[name]) if name in known else t.zero_()
+        for t in list(inst.parameters()) + list(inst.buffers()):
+            if t.is_floating_point():
+                _fill(t, pool, offset)
+                if t.dim() >= 2:
+                    t.mul_(math.sqrt(3.0 / max(1, t.shape[-1])))
+                else:                   # gains, biases, statistics: near one, never zero, never negative
+                    t.mul_(0.2).add_(1.0)
+                offset += 7919 * (t.numel() % 104_729 + 1)
+            elif isinstance(t, nn.Parameter):
+                t.zero_()
+    inst = inst.to(dtype)
+    inst.eval()         # as a statement: a module may override train() without returning itself (LeViT's attention)
+    return inst
+
+
+def flat(x) -> list:
+    """Tensors of a result in a fixed order: tuples and lists in order, dicts by their values."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for i in x for t in flat(i)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in flat(v)]
+    return []
+
+
+def tolerance_for(prog: Program, dtype: torch.dtype, working: str = "float32") -> float:
+    """The working precision's tolerance, or a lower precision's where the code casts down to it
+    (a cast to float32 that changed nothing in the record still runs in float32 when checked in float64)."""
+    low = None
+    retried = {working} if working != "float32" else set()     # a record made in bfloat16 to get through a kernel
+    for name in prog.dtypes - retried:
+        if name in LOW and (low is None or TOLERANCE[LOW[name]] > TOLERANCE[low]):
+            low = LOW[name]
+    for step in prog.steps:
+        for node in step.node.walk():
+            name = node.meta.get("dtype") if isinstance(node, Cast) else None
+            if isinstance(node, Apply):
+                d = node.args[1].get("dtype") if isinstance(node.args[1], dict) else None
+                name = str(d).removeprefix("torch.") if d is not None else None
+            if name in LOW and name not in retried and (low is None or TOLERANCE[LOW[name]] > TOLERANCE[low]):
+                low = LOW[name]
+    if low is not None and TOLERANCE[low] > TOLERANCE[dtype]:
+        return TOLERANCE[low]
+    return TOLERANCE[dtype]
+
+
+def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_bytes: int,
+           seed: int = 0, working: str = "float32", assumed: dict | None = None) -> Verification:
+    """float64 where one instance fits the budget; float32 where only that fits, or where forward() itself
+    refuses float64 (a grouped-matmul kernel). `assumed`: the record's value of each data-dependent size."""
+    sizes = check_sizes(call, sizes, assumed or {})
+    numel = sum(p.numel() for p in module.parameters()) + sum(b.numel() for b in module.buffers())
+    if numel * 4 > budget_bytes:
+        return Verification(False, reason=msg(
+            "not run: one instance holds %(elements)s parameter and buffer elements, "
+            "%(size)s bytes even in float32, over the %(budget)s-byte budget",
+            elements=numel, size=numel * 4, budget=budget_bytes))
+    largest, shape = largest_tensor(call, sizes)
+    if (numel + largest) * 4 > budget_bytes:
+        at = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+        return Verification(False, reason=msg(
+            "not run: at %(sizes)s, the sizes of the record, its largest tensor is %(shape)s: with the instance's "
+            "parameters and buffers %(elements)s elements, %(size)s bytes even in float32, over the "
+            "%(budget)s-byte budget (--memory-budget; --dim bounds the sizes of the record)",
+            sizes=at, shape="[" + ", ".join(map(str, shape)) + "]",
+            elements=numel + largest, size=(numel + largest) * 4, budget=budget_bytes))
+    numel += largest
+    if numel * 8 <= budget_bytes:
+        first, failed = _check(module, prog, call, sizes, torch.float64, seed, working)
+        if failed is None or not _DTYPE.search(failed.rsplit(" (", 1)[0]):     # the message, not its file:line
+            return _cast_said(first)
+    return _cast_said(_check(module, prog, call, sizes, torch.float32, seed, working)[0])
+
+
+def _cast_said(v: Verification) -> Verification:
+    """A tolerance looser than the check's dtype's, because the code casts down (`.float()` in a float64 check),
+    said where nothing else is: it read "run in float64 ... (tolerance 2e-04)" and no more."""
+    own = TOLERANCE.get(getattr(torch, v.dtype or "", None))
+    low = next((str(d).removeprefix("torch.") for d, t in TOLERANCE.items() if t == v.tolerance), None)
+    if not v.verified or v.note is not None or own is None or v.tolerance is None or v.tolerance <= own or low is None:
+        return v
+    return replace(v, note=msg("The tolerance is %(low)s's: in the recorded run the code casts to %(low)s, "
+                               "which forward() may compute in", low=low))
+
+
+_DTYPE = re.compile(r"dtype|Double|Float|Half|BF16|bfloat16|float64|expected scalar type", re.IGNORECASE)
+
+
+class _Run(NamedTuple):
+    """One forward() of a fresh instance on the check's inputs."""
+    inst: nn.Module
+    made: CheckInputs                   # the inputs, and how each was made
+    named: dict | None                  # the inputs by parameter name, for the equations
+    out: list | None                    # forward()'s outputs, None where it did not run
+    error: object                       # why it did not run (Text), else None
+    state: object                       # torch's random state forward() started from
+    reads: list                         # the path it decided from its data, where watched (data_reads)
+    converted: bool = False             # it ran, but converted tensors of its own out of the check's dtype
+    sites: tuple = ()                   # where it read its data, where watched: ("__bool__", "file.py:line")
+
+
+def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, seed: int, working: str,
+             remake_floats: bool, watch: bool = False) -> _Run:
+    """A fresh instance, its inputs for the check, those inputs by parameter name, forward()'s outputs on them
+    (or forward()'s error, file:line, where it did not run), torch's random state forward() started from, and,
+    with `watch`, what it read from its data (the watch turns torch's fused fast paths off: only where asked)."""
+    torch.manual_seed(seed)
+    code_caches.clear(module)           # a cache filled by the record holds its fake tensors
+    inst = materialize(module, dtype, seed)
+    made = CheckInputs(inst, module, sizes, dtype, seed, working, remake_floats)
+    sig = inspect.signature(inst.forward)
+    reads = DataReads()
+    try:
+        params = list(sig.parameters.values())
+        args = tuple(made.rebuild(a, p.name, p.default) for a, p in zip(call.args, params))
+        kwargs = {k: made.rebuild(v, k, sig.parameters[k].default if k in sig.parameters else inspect.Parameter.empty)
+                  for k, v in call.kwargs.items()}
+        named = bound_arguments(inst, args, kwargs)
+        own_args, own_kwargs = copies((args, kwargs))
+        state = torch.random.get_rng_state()
+        before, sums = _dtypes(inst), _sums(inst)
+        with torch.no_grad(), (reads if watch else contextlib.nullcontext()):
+            out = flat(inst(*own_args, **own_kwargs))
+        converted = sorted(name for name, kind in _dtypes(inst).items() if name in before and kind != before[name])
+        if converted:       # forward() converted tensors of its own (Switch's router keeps itself in float32)
+            return _Run(inst, made, None, None, msg("forward() converts its own %(names)s from %(dtype)s to another "
+                                                    "dtype", names=[f"`{n}`" for n in converted],
+                                                    dtype=str(dtype).removeprefix("torch.")), None, reads.path, True)
+        if _sums(inst) != sums:     # it wrote into its own weights (PixelCNN's `weight.data *= mask`): the
+            inst = materialize(module, dtype, seed)     # equations start from them as forward() did, on a new copy
+        return _Run(inst, made, named, out, None, state, reads.path, sites=tuple(reads.sites))
+    except Exception as exc:  # forward() does not run on these inputs
+        return _Run(inst, made, None, None, where(exc), None, reads.path, sites=tuple(reads.sites))
+
+
+def _sums(module: nn.Module) -> list[float]:
+    """A checksum of each parameter and buffer: a write into one through `.data`, which no version counter sees,
+    changes it."""
+    return [float(torch.linalg.vector_norm(t.detach(), 1)) if t.is_floating_point() or t.is_complex()
+            else float(t.sum())
+            for t in itertools.chain(module.parameters(), module.buffers())]
+
+
+def _dtypes(module: nn.Module) -> dict:
+    return {name: t.dtype for name, t in itertools.chain(module.named_parameters(), module.named_buffers())
+            if t.is_floating_point()}
+
+
+def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: torch.dtype, seed: int,
+           working: str) -> tuple[Verification, str | None]:
+    """The verification, and forward()'s own error where it did not run.
+
+    Floating inputs the model computes (a mask, a rotary table) are random at first. They are taken as the model
+    computes them where forward() does not run on random ones, and where the comparison fails because of them:
+    forward() gave NaN on them, or decided its path from them (bool(), an integer read) otherwise than on the
+    model's own values. A comparison that fails on the same path stays a failure."""
+    tol = tolerance_for(prog, dtype, working)
+    dname = str(dtype).removeprefix("torch.")
+    forward = functools.partial(_forward, module, call, sizes, dtype, seed, working)
+    run, why = forward(remake_floats=False), None
+    if run.error is not None and run.made.computed_floats:
+        again = forward(remake_floats=True)
+        if again.error is None and again.made.computed_floats:
+            run, why = again, msg("on random values forward() does not run")
+    if run.converted:       # it says "dtype": verify() checks again in float32
+        return Verification(False, tolerance=tol, dtype=dname, reason=msg("not compared: %(why)s", why=run.error)), \
+            run.error
+    if run.error is not None:   # the module itself does not run on these inputs: nothing to compare with
+        if run.made.made_up:
+            name, cause = next(iter(run.made.made_up.items()))
+            return Verification(False, tolerance=tol, dtype=dname, reason=msg(
+                "not run: %(input)s could not be made as the model makes it (%(why)s), and forward() failed on a "
+                "made-up one: %(error)s", input="`" + name + "`", why=cause, error=run.error)), run.error
+        return Verification(False, tolerance=tol, dtype=dname, reason=msg(
+            "not run: forward() failed on the example inputs: %(error)s", error=run.error)), run.error
+    found = _compare(prog, run, sizes, dtype, working, tol)
+    if isinstance(found, Verification):
+        return replace(found, note=_note(run, why)), None
+    worst, nan = found
+    if worst > tol and run.made.computed_floats and not run.made.remake_floats:
+        random_path, again = forward(remake_floats=False, watch=True).reads, forward(remake_floats=True, watch=True)
+        if again.error is None and again.made.computed_floats and (nan or again.reads != random_path):
+            why = (msg("on random values forward() gives NaN") if nan else
+                   msg("on random values forward() reads them and takes another path than on the model's own"))
+            found = _compare(prog, again, sizes, dtype, working, tol)
+            if isinstance(found, Verification):
+                return replace(found, note=_note(again, why)), None
+            run, (worst, nan) = again, found
+    return _verdict(forward, run, worst, nan, tol, why), None
+
+
+def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working: str, tol: float):
+    """(the largest error, NaN only in forward()'s outputs) of the equations against one run, or the Verification
+    saying why they could not be compared."""
+    dname = _dtype_name(run)
+    try:
+        torch.random.set_rng_state(run.state)   # the numbers forward() drew (a VAE's randn_like), drawn again in order
+        with torch.no_grad():
+            got = flat(prog.run(run.inst, run.named, sizes, dtype, working))
+    except DataDependentSize as exc:    # a limit of the equations, stated: not a disagreement with forward()
+        return Verification(False, tolerance=tol, dtype=dname, reason=msg(
+            "not run: the equations need %(symbols)s, a size the data decided when the forward was recorded, and no "
+            "step of theirs computes it", symbols=tuple(exc.symbols)))
+    except Exception as exc:  # the equations could not be run: a failure, reported with its place
+        return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
+                            reason=msg("the equations did not run: %(error)s", error=where(exc)))
+    expected = run.out
+    if len(expected) != len(got):
+        return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
+                            reason=msg("the equations give %(got)s outputs, forward() gives %(expected)s",
+                                       got=len(got), expected=len(expected)))
+    worst = 0.0
+    for e, a in zip(expected, got):
+        if not isinstance(a, torch.Tensor) or tuple(a.shape) != tuple(e.shape):
+            shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__
+            return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
+                                reason=msg("the equations give shape %(got)s, forward() gives %(expected)s",
+                                           got=str(shape), expected=str(tuple(e.shape))))
+        worst = max(worst, _error(e, a))
+    floats = [e for e in expected if (e.is_floating_point() or e.is_complex()) and e.numel()]
+    if floats and not any(bool(torch.isfinite(e).any()) for e in floats):     # NaN on both sides proves nothing
+        total = sum(e.numel() for e in floats)
+        return math.inf, (total, total)
+    return worst, _nan_only_in(expected, got)
+
+
+def _dtype_name(run: _Run) -> str:
+    return str(run.made.dtype).removeprefix("torch.")
+
+
+def _note(run: _Run, why):
+    """The floating inputs the check took as the model computes them, and why; None where all were random."""
+    if why is None:
+        return None
+    return msg("Inputs taken as the model computes them, not at random: %(inputs)s; %(why)s",
+               inputs=[f"`{n}`" for n in dict.fromkeys(run.made.computed_floats)], why=why)
+
+
+def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verification:
+    """The comparison's outcome: `forward` runs the instance again (a partial of _forward), to tell a forward() that
+    draws random numbers torch's seed does not fix from a disagreement."""
+    dname, note = _dtype_name(run), _note(run, why)
+    if worst > tol and nan and nan[0] == nan[1]:        # every value: the equations' are no evidence either
+        return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(
+            "not compared: forward() gives NaN at every one of its %(total)s values on the inputs the check made: "
+            "those inputs are outside what it handles", total=nan[1]))
+    if worst > tol and nan:     # forward() breaks down on the inputs made for it (a row with every key masked)
+        return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(
+            "not compared: forward() gives NaN at %(n)s of %(total)s values on the inputs the check made, where the "
+            "equations give numbers: those inputs are outside what it handles", n=nan[0], total=nan[1]))
+    if worst <= tol:  # publish a bound, not the raw error: BLAS kernels differ between CPUs in the last bits
+        return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname, note=note)
+    again = forward(remake_floats=run.made.remake_floats).out
+    if again is not None and (len(again) != len(run.out) or any(
+            not isinstance(a, torch.Tensor) or a.shape != e.shape or _error(e, a) > tol for e, a in zip(run.out, again))):
+        return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(   # BigBird's random blocks
+            "not compared: forward() gives different outputs on the same inputs and weights (it draws random numbers "
+            "torch's seed does not fix)"))
+    error, tolerance = f"{worst:.3g}", f"{tol:g}"
+    reads = forward(remake_floats=run.made.remake_floats, watch=True).sites
+    if reads:               # the path forward() takes may not be the recorded one (a library's check for tracing)
+        places = list(dict.fromkeys(f"`{name.strip('_')}()` at {site}" for name, site in reads))
+        return Verification(False, max_error=worst, tolerance=tol, dtype=dname, note=note, reason=msg(
+            "the equations differ from forward() by %(error)s (tolerance %(tolerance)s); forward() decides its path "
+            "from its data (%(reads)s), and the equations follow the path of the recorded run, which may not be the "
+            "one it takes", error=error, tolerance=tolerance, reads=places[:3]))
+    return Verification(False, max_error=worst, tolerance=tol, dtype=dname, note=note,
+                        reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
+                                   error=error, tolerance=tolerance))
+
+
+def largest_tensor(call: Call, sizes: dict) -> tuple[int, tuple]:
+    """(elements, shape) of the largest tensor the call took, made or returned in the record, at `sizes`: what a
+    forward() at those sizes holds at least beside the instance's weights (a float64 check of eager attention at
+    T = 8192 made 6 GB score tensors, several at once). A size the record leaves symbolic and `sizes` does not
+    give is left out."""
+    best: tuple[int, tuple] = (0, ())
+    seen: set = set()
+    pending = [call]
+    while pending:
+        c = pending.pop()
+        values = [r.value for r in refs((c.args, c.kwargs, c.out))]
+        for ev in c.events:
+            if isinstance(ev, Call):
+                if not ev.skipped:      # a repeated entry not run has its first entry's shapes, looked at there
+                    pending.append(ev)
+            else:
+                values += [r.value for r in refs(ev.out)]
+        for v in values:
+            if v.shape is None or id(v) in seen or v.kind in ("param", "buffer") or _a_view(v.obj):
+                continue            # the weights are counted apart; a view (a weight's transpose) takes no memory
+            seen.add(id(v))
+            dims = [_at(d, sizes) for d in v.shape]
+            if None not in dims and math.prod(dims) > best[0]:
+                best = (math.prod(dims), tuple(dims))
+    return best
+
+
+def _a_view(obj) -> bool:
+    try:
+        return isinstance(obj, torch.Tensor) and obj._is_view()
+    except RuntimeError:
+        return False
+
+
+def _at(dim, sizes: dict) -> int | None:
+    if isinstance(dim, int):
+        return dim
+    try:
+        value = dim.xreplace({s: sympy.Integer(sizes[s.name]) for s in dim.free_symbols if s.name in sizes})
+        return int(value) if value.is_number else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def check_sizes(call: Call, sizes: dict, assumed: dict) -> dict:
+    """The record's sizes, and the assumed value of each data-dependent size in the call's input shapes (a
+    block of u0 routed tokens) or numbers (Longformer's flag u0 = 1, any global attention?): the check makes its
+    inputs at the sizes, and takes the path, the record had."""
+    values = [r.value for r in refs((call.args, call.kwargs))]
+    numbers = [v.expr for v in values if v.shape is None] + [s.expr for s in leaves((call.args, call.kwargs), Size)]
+    given = {str(s) for s in shape_symbols(values).union(*(getattr(e, "free_symbols", set()) for e in numbers))
+             if unbacked(s)}
+    return {**sizes, **{k: v for k, v in assumed.items() if k in given}}
+
+
+def _nan_only_in(expected: list, got: list) -> tuple[int, int] | None:
+    """(NaN values in forward()'s outputs where the equations' are numbers, values in all), or None if none."""
+    nan = total = 0
+    for e, a in zip(expected, got):
+        if isinstance(e, torch.Tensor) and (e.is_floating_point() or e.is_complex()):
+            nan += int((torch.isnan(e) & ~torch.isnan(a.to(e.dtype))).sum())
+            total += e.numel()
+    return (nan, total) if nan else None
+
+
+def _error(e: torch.Tensor, a: torch.Tensor) -> float:
+    if e.numel() == 0:
+        return 0.0
+    if not (e.is_floating_point() or e.is_complex()):
+        return 0.0 if torch.equal(a.to(e.dtype), e) else math.inf
+    a = a.to(e.dtype)
+    both_nan = torch.isnan(e) & torch.isnan(a)
+    same_inf = torch.isinf(e) & (a == e)
+    ok = both_nan | same_inf
+    finite = torch.isfinite(e) & torch.isfinite(a)
+    if bool((~(ok | finite)).any()):
+        return math.inf
+    if not bool(finite.any()):
+        return 0.0
+    scale = max(1.0, float(e[finite].abs().max()))
+    return float((a[finite] - e[finite]).abs().max()) / scale
+
+
+def reported_bound(error: float, tolerance: float) -> float:
+    """The smallest of tolerance/1000, /100, /10 and the tolerance itself that the error is within: a bound in
+    decades, so that a page stays the same from machine to machine (an error's last digits do not), without saying
+    "within 2e-04" of a float32 rotary table whose error is 3e-07."""
+    bounds = [float(f"{tolerance / 10 ** k:.3g}") for k in (3, 2, 1)]     # 2e-07, not 2.0000000000000002e-07
+    return next((bound for bound in bounds if error <= bound), tolerance)

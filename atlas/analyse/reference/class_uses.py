@@ -1,0 +1,183 @@
+"""Which documented components use which torch.nn class, and which are attention or normalization.
+
+Read off two things only: each model's module tree (the class of every module, containers included, which the
+component tree folds away) and each ModelDoc's verified equations:
+- a torch.nn class is used by every module of that class or of a subclass (WhisperPositionalEmbedding is an
+  Embedding); a module that is not a component of its own (a ModuleList) is listed at the component holding it;
+- an attention is a component whose verified equations split heads (the `heads` fact) and none of whose
+  descendants does; its variant follows from the `kv_heads` fact: as many key/value heads as query heads is
+  multi-head attention, one is multi-query, any number between is grouped-query;
+- a normalization is what provenance's `_is_norm` says is one; its form is the `norm` fact (layer, RMS, L2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from atlas.document.model import ModelDoc
+from atlas.i18n import Text, msg
+
+
+@dataclass(frozen=True)
+class Use:
+    """Modules of one torch.nn class at one position of a model."""
+
+    model: str                          # the model's display name
+    slug: str
+    component: str                      # the component's id; for a container, the component holding it
+    name: str                           # the component's display name
+    instances: int                      # modules of the class at this position, across the model
+    subclass: str | None = None         # the modules' own class, when it derives from the torch.nn class
+    attribute: str | None = None        # a container's attribute on the component holding it: "blocks"
+    held: tuple[tuple[str, str, int], ...] = ()  # a container's contents: (component id, name, modules in each)
+
+
+@dataclass(frozen=True)
+class Member:
+    """A component of a kind (an attention variant, a form of normalization)."""
+
+    model: str
+    slug: str
+    component: str
+    name: str
+    cls: str                            # its qualified class
+    instances: int
+    detail: Text | None = None          # "32 query heads, 8 key/value heads of 128 features"
+
+
+@dataclass(frozen=True)
+class Kind:
+    key: str                            # "attention/grouped-query+qk-norm", "norm/rms"
+    title: Text
+    text: Text                          # how the kind is told from the others
+    members: tuple[Member, ...]
+
+
+def torch_class(cls: type) -> type | None:
+    """The public torch.nn class `cls` is or derives from (not nn.Module itself); None for model code."""
+    for c in cls.__mro__:
+        if c is nn.Module:
+            return None
+        if c.__module__.startswith("torch.nn.") and getattr(nn, c.__name__, None) is c:
+            return c
+    return None
+
+
+def uses(models: list[tuple[ModelDoc, nn.Module]]) -> dict[type, list[Use]]:
+    """torch.nn class -> its uses, in model order then module order."""
+    out: dict[type, list[Use]] = {}
+    for doc, model in models:
+        at = {p: c for c in doc.components for p in c.module_paths}
+        counts: dict[tuple, list] = {}
+        for path, module in model.named_modules():
+            base = torch_class(type(module))
+            if base is None:
+                continue
+            own = type(module).__name__ if type(module) is not base else None
+            if path in at:
+                key = (base, at[path].id, None, own)
+                counts.setdefault(key, [0, {}])[0] += 1
+                continue
+            owner, attribute = _owner(path, at)
+            if owner is None:
+                continue
+            entry = counts.setdefault((base, owner.id, attribute, own), [0, {}])
+            entry[0] += 1
+            for child_path, _ in module.named_children():
+                child = at.get(f"{path}.{child_path}" if path else child_path)
+                if child is not None:
+                    entry[1][child.id] = entry[1].get(child.id, 0) + 1
+        for (base, cid, attribute, own), (n, held) in counts.items():
+            comp = doc.component(cid)
+            per = tuple((h, doc.component(h).name, round(k / n)) for h, k in held.items())
+            out.setdefault(base, []).append(Use(doc.name, doc.slug, cid, comp.name, n, own, attribute, per))
+    return out
+
+
+def _owner(path: str, at: dict):
+    """The component holding a module that is not one, and the module's attribute on it (list indices dropped)."""
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, -1, -1):
+        comp = at.get(".".join(parts[:cut]))
+        if comp is not None:
+            rest = [p for p in parts[cut:] if not p.isdigit()]
+            return comp, ".".join(rest) or parts[-1]
+    return None, None
+
+
+def _descendants(doc: ModelDoc, comp):
+    for cid in comp.children:
+        child = doc.component(cid)
+        yield child
+        yield from _descendants(doc, child)
+
+
+def _facts(comp) -> dict:
+    e = comp.equations
+    if e is None or e.verification is None or not e.verification.verified:
+        return {}
+    return {f.kind: f.value for f in e.facts}
+
+
+ATTENTION = {
+    "multi-head": (msg("Multi-head attention"), msg("As many key/value heads as query heads.")),
+    "grouped-query": (msg("Grouped-query attention"),
+                      msg("Fewer key/value heads than query heads: each key/value head serves a group of query heads.")),
+    "multi-query": (msg("Multi-query attention"), msg("One key/value head serves every query head.")),
+}
+NORMS = {
+    "layer": (msg("Layer normalization"),
+              msg("Centres each position's features, then divides them by their standard deviation.")),
+    "rms": (msg("RMS normalization"), msg("Divides each position's features by their root mean square, without "
+                                          "centring them.")),
+    "l2": (msg("L2 normalization"), msg("Divides each position's features by their 2-norm.")),
+    None: (msg("Other normalization"), msg("Normalizations whose form the verified equations do not show.")),
+}
+
+
+def kinds(docs: list[ModelDoc]) -> list[Kind]:
+    """Attention variants, then forms of normalization; members in model order then tree order."""
+    from atlas.analyse.provenance.claims import _is_norm
+    groups: dict[str, tuple[Text, Text, list[Member]]] = {}
+    for doc in docs:
+        for comp in doc.components:
+            facts = _facts(comp)
+            if "heads" in facts and not any("heads" in _facts(d) for d in _descendants(doc, comp)):
+                key, title, text, detail = _attention(facts)
+                groups.setdefault(key, (title, text, []))[2].append(_member(doc, comp, detail))
+            elif _is_norm(comp) and not comp.children:
+                form = facts.get("norm")
+                title, text = NORMS.get(form, NORMS[None])
+                groups.setdefault(f"norm/{form or 'other'}", (title, text, []))[2].append(_member(doc, comp, None))
+    order = [f"attention/{k}" for k in ATTENTION] + [f"norm/{k or 'other'}" for k in NORMS]
+    keys = sorted(groups, key=lambda k: (order.index(k.split("+")[0]) if k.split("+")[0] in order else len(order), k))
+    return [Kind(k, *groups[k][:2], tuple(groups[k][2])) for k in keys]
+
+
+def _attention(facts: dict) -> tuple[str, Text, Text, Text]:
+    heads = facts["heads"]
+    kv = facts.get("kv_heads", heads)
+    variant = "multi-head" if kv == heads else ("multi-query" if kv == 1 else "grouped-query")
+    extras = []
+    if facts.get("qk_norm"):
+        extras.append(("qk-norm", msg("query and key normalization")))
+    if "softcap" in facts:
+        extras.append(("softcap", msg("a logit softcap")))
+    key = f"attention/{variant}" + "".join(f"+{k}" for k, _ in extras)
+    name, text = ATTENTION[variant]
+    title = name if not extras else msg("%(variant)s, with %(extras)s", variant=name,
+                                        extras=tuple(t for _, t in extras))
+    features = facts.get("head_features")
+    if kv != heads:
+        detail = msg("%(heads)s query heads and %(kv)s key/value heads of %(features)s features", heads=heads,
+                     kv=kv, features=features if features is not None else "?")
+    else:
+        detail = msg("%(heads)s heads of %(features)s features", heads=heads,
+                     features=features if features is not None else "?")
+    return key, title, text, detail
+
+
+def _member(doc: ModelDoc, comp, detail) -> Member:
+    return Member(doc.name, doc.slug, comp.id, comp.name, comp.cls, comp.instances, detail)

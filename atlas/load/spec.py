@@ -1,0 +1,131 @@
+"""Load a model from a SPEC: "package.module:callable" or "path/to/file.py:callable".
+
+The callable is called under the meta device, so constructors allocate no weights.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from atlas.errors import SpecError
+from atlas.load import buffer_values
+
+DEFAULT_SPEC = "atlas.zoo.ldlm:ldlm"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    spec: str
+    model: nn.Module
+    source_file: str | None
+
+
+def parse(spec: str) -> tuple[str, str]:
+    target, sep, attr = spec.rpartition(":")
+    if not sep or not target or not attr or not attr.replace(".", "_").isidentifier():
+        raise SpecError(f"bad SPEC {spec!r}: expected 'package.module:callable' or 'path/to/file.py:callable'")
+    return target, attr
+
+
+def _import(target: str, spec: str):
+    try:
+        if target.endswith(".py"):
+            path = Path(target)
+            if not path.is_file():
+                raise SpecError(f"SPEC {spec!r}: no such file {target}")
+            name = _module_name(path)
+            mod_spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[name] = module
+            mod_spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(target)
+    except SpecError:
+        raise
+    except Exception as exc:  # the user's module failed while importing
+        raise SpecError(f"SPEC {spec!r}: cannot import {target}: {_last_frame(exc)}") from None
+
+
+def _module_name(path: Path) -> str:
+    """The file's stem, so class names read `models.Block` on every machine, not a path."""
+    name = path.stem if path.stem.isidentifier() else "user_model"
+    existing = sys.modules.get(name)
+    if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() != path.resolve():
+        name = f"{name}__atlas"
+    return name
+
+
+def _last_frame(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def load(spec: str, device: str = "meta") -> Loaded:
+    """Import the SPEC's module, call its factory under `device`, and check it returns an nn.Module."""
+    target, attr = parse(spec)
+    with _beside(target):
+        return _load(spec, target, attr, device)
+
+
+@contextlib.contextmanager
+def _beside(target: str):
+    """A file's folder first on sys.path while it is imported and its factory runs, as `python path/to/file.py`
+    has it: `from models import Block` in a SPEC file finds models.py beside it, from any working folder."""
+    folder = str(Path(target).resolve().parent) if target.endswith(".py") else None
+    if folder is None or folder in sys.path:
+        yield
+        return
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+
+
+def _load(spec: str, target: str, attr: str, device: str) -> Loaded:
+    module = _import(target, spec)
+    factory = module
+    for part in attr.split("."):
+        if not hasattr(factory, part):
+            raise SpecError(f"SPEC {spec!r}: {target} has no attribute {attr!r}")
+        factory = getattr(factory, part)
+    if isinstance(factory, nn.Module):
+        model = factory
+    elif callable(factory):
+        watch = buffer_values.Watch()
+        try:
+            with torch.device(device), watch:
+                model = factory()
+        except Exception as exc:
+            raise SpecError(f"SPEC {spec!r}: {attr}() raised {_last_frame(exc)}") from None
+    else:
+        raise SpecError(f"SPEC {spec!r}: {attr} is a {type(factory).__name__}, not a callable")
+    if not isinstance(model, nn.Module):
+        raise SpecError(f"SPEC {spec!r}: {attr}() returned {type(model).__name__}, not a torch.nn.Module")
+    if callable(factory) and not isinstance(factory, nn.Module):
+        watch.keep(model)
+    return Loaded(spec=display_spec(target, attr), model=model, source_file=getattr(module, "__file__", None))
+
+
+def display_spec(target: str, attr: str) -> str:
+    """The SPEC as pages show it: a file path relative to the working folder, else its name alone,
+    so that no page depends on where the machine keeps the code."""
+    if not target.endswith(".py"):
+        return f"{target}:{attr}"
+    path = Path(target).resolve()
+    try:
+        shown = path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        shown = path.name
+    return f"{shown}:{attr}"
