@@ -205,7 +205,7 @@ def test_a_negative_position_limit_is_no_limit():
     negative FLOP count printed. A limit is a positive size; discovery bounds T by none either."""
     from types import SimpleNamespace
 
-    from atlas.analyse.cost.component_costs import reference_sizes
+    from atlas.extract.discover.reference_sizes import reference_sizes
     from atlas.extract.discover.discovery import discover
 
     class Unlimited(torch.nn.Module):
@@ -619,12 +619,12 @@ def test_an_encoder_decoders_source_length_has_its_own_limit():
     though its source limit is max_source_positions: each length takes its own."""
     from types import SimpleNamespace
 
-    from atlas.analyse.cost import component_costs
+    from atlas.extract.discover import reference_sizes
     model = torch.nn.Linear(2, 2)
     model.config = SimpleNamespace(max_target_positions=64, max_source_positions=256)
-    assert dict(component_costs.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 64, "S": 256}
+    assert dict(reference_sizes.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 64, "S": 256}
     model.config = SimpleNamespace(max_position_embeddings=512)
-    assert dict(component_costs.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 512, "S": 512}
+    assert dict(reference_sizes.reference_sizes(model, ["B", "T", "S"])) == {"B": 1, "T": 512, "S": 512}
 
 
 def _saved_bytes(model, x) -> int:

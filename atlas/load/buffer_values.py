@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from atlas.extract.trace.structures import leaves
+from atlas.load.nested import leaves
 
 LIMIT = 1 << 16                         # elements: a table of sizes or positions, never a weight
 _FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray, torch.arange, torch.range, torch.linspace,

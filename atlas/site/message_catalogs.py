@@ -47,8 +47,8 @@ def extract(domain: str, templates: Path | None = None) -> Catalog:
                 catalog.add(msgid, locations=[(f"{prefix}/{file}", line)], auto_comments=comments,
                             context=context, flags=("python-format",) if "%(" in str(message) else ())
     elif domain == "reference":
-        from atlas.analyse.reference import class_pages
-        for text, where in class_pages.messages():
+        from atlas.site.reference_messages import messages
+        for text, where in messages():
             catalog.add(text, locations=[(where, 0)])
     else:
         raise ValueError(f"unknown domain {domain!r}")

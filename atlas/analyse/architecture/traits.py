@@ -27,22 +27,25 @@ from dataclasses import replace
 from torch import nn
 
 from atlas.document.model import Architecture, Component, ModelDoc, Trait
-from atlas.extract.trace.structures import Call, OpEvent, upstream
+from atlas.extract.discover.conventions import stated_contexts
+from atlas.extract.trace.position_tables import (
+    LAYOUT,
+    absolute_positions,
+    chain,
+    first_rows_of,
+    laid_out,
+    laid_out_from,
+    lookup_index,
+    position_table,
+    through,
+)
+from atlas.extract.trace.structures import Call, OpEvent, short_name, upstream
 from atlas.extract.trace.structures import refs as _refs
 
-# a config's longest input, by the names configs give it (MPT's max_seq_len); the first one set is the model's
-CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "max_target_positions",
-                  "max_source_positions")
 ACTIVATIONS = {"gelu": "GELU", "silu": "SiLU", "relu": "ReLU", "relu6": "ReLU6", "leaky_relu": "LeakyReLU",
                "tanh": "tanh", "sigmoid": "sigmoid", "mish": "Mish", "elu": "ELU", "selu": "SELU",
                "softplus": "softplus", "hardswish": "hardswish", "glu": "GLU"}
 NORM_OPS = {"layer_norm": "LayerNorm", "rms_norm": "RMSNorm", "group_norm": "GroupNorm", "batch_norm": "BatchNorm"}
-
-
-def _short(name: str) -> str:
-    """"Tensor.add_" -> "add"; dunders ("__getitem__") as they are."""
-    name = name.removeprefix("Tensor.").removeprefix("torch.")
-    return name if name.startswith("__") else name.rstrip("_")
 
 
 def _distinct(traits) -> tuple[Trait, ...]:
@@ -201,7 +204,7 @@ def _ffn(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list[Trait
 
 def _made_by(value, names: set[str], depth: int = 6) -> bool:
     """Whether the value was computed (within a few view or arithmetic steps) by one of the named ops."""
-    return any(v.made_by is not None and _short(v.made_by.name) in names for v, _ in upstream([value], depth))
+    return any(v.made_by is not None and short_name(v.made_by.name) in names for v, _ in upstream([value], depth))
 
 
 def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[Component]) -> list[Trait]:
@@ -217,7 +220,7 @@ def _positions(model: nn.Module, doc: ModelDoc, root: Call | None, stacks: list[
         for ev in call.events:
             if not isinstance(ev, OpEvent):
                 continue
-            table = _position_table(ev)
+            table = position_table(ev)
             owner = doc.component(by_path[table.owner]) if table is not None and table.owner in by_path else None
             if owner is not None and "norm" in owner.cls.rsplit(".", 1)[-1].lower():
                 continue                # a norm's gain over heads × features (Chameleon's q_norm), no positions
@@ -244,8 +247,8 @@ def _rotation(call: Call) -> tuple[int, ...] | None:
         return None
     for c in call.calls():
         for ev in c.events:
-            if isinstance(ev, OpEvent) and _short(ev.name) in _MULS:
-                chains = [list(_chain(r.value, _laid_out, 8)) for r in _refs((ev.args, ev.kwargs))]
+            if isinstance(ev, OpEvent) and short_name(ev.name) in _MULS:
+                chains = [list(chain(r.value, laid_out, 8)) for r in _refs((ev.args, ev.kwargs))]
                 rotated = [chain for chain in chains if not {id(u) for u in chain} & given]
                 if rotated and len(rotated) < len(chains):
                     return _cut_of_last_axis(rotated[0])
@@ -259,7 +262,7 @@ def _cut_of_last_axis(chain) -> tuple[int, ...]:
     chain = list(chain)
     for v in chain:
         ev = v.made_by
-        source = _refs(ev.args[:1]) if ev is not None and _short(ev.name) == "__getitem__" else []
+        source = _refs(ev.args[:1]) if ev is not None and short_name(ev.name) == "__getitem__" else []
         whole = source[0].value.shape if source else None
         if whole and v.shape and len(whole) == len(v.shape) and isinstance(whole[-1], int) and \
                 isinstance(v.shape[-1], int) and v.shape[-1] < whole[-1] and list(whole[:-1]) == list(v.shape[:-1]) \
@@ -268,134 +271,17 @@ def _cut_of_last_axis(chain) -> tuple[int, ...]:
     return ()
 
 
-def _position_table(ev: OpEvent):
-    """The parameter a call reads positions from: a table indexed by positions (`wpe(arange(T))`,
-    `weight[position_ids]`), or added to activations row by row (ViT's `position_embeddings`)."""
-    name, refs = _short(ev.name), _refs(ev.args)
-    params = [r.value for r in refs if r.value.kind == "param" and r.value.shape is not None and len(r.value.shape) >= 2]
-    if name in ("add", "__add__", "__radd__", "__iadd__"):
-        # rows over a sequence's positions: added to a [B, T, d] sequence, or to one of its own rank ([1, T, d]),
-        # the table whole or its first rows (`x + self.pos[:t]`); XLNet's [heads, d] bias added to
-        # [T, B, heads, d] queries is no table of positions
-        rows = [(r.value, r.value) for r in refs if any(r.value is t for t in params)] + \
-            [(cut, r.value) for r in refs for cut in [_first_rows_of(r.value)] if cut is not None]
-        if not rows:
-            return None
-        table, added = rows[0]
-        return table if any(v.shape is not None and len(v.shape) >= 3 and v.kind != "param"
-                            and len(v.shape) in (3, len(added.shape))
-                            and tuple(v.shape[-2:]) == tuple(added.shape[-2:])
-                            for v in (r.value for r in refs) if v is not added) else None
-    if not params:
-        return None
-    table = params[0]
-    others = [r.value for r in refs if r.value is not table]
-    if name in ("embedding", "__getitem__", "index_select"):
-        return table if any(_positional(v) for v in others) else None
-    return None
-
-
-def _first_rows_of(v):
-    """The parameter a value is the first rows of (`self.pos[:t]`, a table of at least two axes cut on its first),
-    else None."""
-    ev = v.made_by
-    if ev is None or _short(ev.name) != "__getitem__":
-        return None
-    source = _refs(ev.args[:1])
-    table = source[0].value if source else None
-    index = ev.args[1] if len(ev.args) > 1 else None
-    first = index[0] if isinstance(index, tuple) and index else index
-    if table is None or table.kind != "param" or table.shape is None or len(table.shape) < 2 or \
-            not isinstance(first, slice) or first.start not in (None, 0) or first.step not in (None, 1):
-        return None
-    return table
-
-
-def _chain(v, follow, steps: int):
-    """v and the values it was made from, one step back at a time (`follow` an op event to the value it continues
-    with, or None), at most `steps` steps."""
-    yield v
-    for _ in range(steps):
-        ev = v.made_by
-        v = follow(ev) if ev is not None else None
-        if v is None:
-            return
-        yield v
-
-
-def _through(names: set, single: bool = False):
-    """A step back through ops of `names` to the first tensor they read; with `single`, only where they read one
-    tensor (a number moved or scaled it)."""
-    def follow(ev):
-        refs = _refs((ev.args, ev.kwargs))
-        if refs and _short(ev.name) in names and (len(refs) == 1 or not single):
-            return refs[0].value
-        return None
-    return follow
-
-
-def _first_read(ev):
-    first = _refs(ev.args[:1])
-    return first[0].value if first else None
-
-
-def _is_positions(v) -> bool:
-    """Made by `arange`, or a buffer kept for positions (BERT's `position_ids`)."""
-    return (v.kind == "buffer" and "position" in (v.attr or "")) or \
-        (v.made_by is not None and _short(v.made_by.name) == "arange")
-
-
-def _positional(v) -> bool:
-    """Indices of positions: made by `arange`, or cut from a buffer kept for them (BERT's `position_ids`),
-    followed through the data each op reads first (a gather's index is not its data: BERT's token types)."""
-    return any(_is_positions(u) for u in _chain(v, _first_read, 7))
-
-
-_LAYOUT = {"__getitem__", "unsqueeze", "squeeze", "expand", "expand_as", "view", "reshape", "flatten", "to", "long",
-           "int", "contiguous", "clone", "repeat", "repeat_interleave", "transpose", "permute", "t", "swapaxes",
-           "movedim"}
-_OFFSET = {"add", "__add__", "__radd__", "__iadd__", "sub", "__sub__"}
-_laid_out, _offset = _through(_LAYOUT), _through(_OFFSET, single=True)
-
-
-def _absolute_positions(v) -> bool:
-    """Indices that are the positions themselves: an arange (or the buffer kept for one), cut, reshaped or moved
-    by a number on the way; not a quantity computed from positions, which a table of that many rows does not
-    bound the context with (T5's relative-position buckets come from an arange too)."""
-    def follow(ev):
-        step = _laid_out(ev)
-        return step if step is not None else _offset(ev)
-    return any(_is_positions(u) for u in _chain(v, follow, 7))
-
-
-def _lookup_index(call: Call):
-    """The indices an Embedding's own lookup read: not always what it was called with (BART's positions table is
-    given input_ids for their shape and looks up an arange)."""
-    for ev in call.events:
-        if isinstance(ev, OpEvent) and _short(ev.name) == "embedding":
-            refs = _refs(ev.args[:1])
-            return refs[0].value if refs else None
-    refs = _refs(call.args[:1])
-    return refs[0].value if refs else None
-
-
-def _laid_out_from(v):
-    """The tensor a value is a view, cut or cast of (itself when it is none)."""
-    *_, last = _chain(v, _laid_out, 8)
-    return last
-
-
 def _norm_kind(call: Call) -> str | None:
-    ops = [_short(e.name) for e in call.events if isinstance(e, OpEvent)]
+    ops = [short_name(e.name) for e in call.events if isinstance(e, OpEvent)]
     for op in ops:
         if op in NORM_OPS:
             return NORM_OPS[op]
     for e in call.events:            # a mean taken away before the scaling: LayerNorm; only a scale: RMS
-        if isinstance(e, OpEvent) and _short(e.name) in ("sub", "__sub__") and \
+        if isinstance(e, OpEvent) and short_name(e.name) in ("sub", "__sub__") and \
                 any(_made_by(r.value, {"mean"}, 2) for r in _refs(e.args)):
             return "LayerNorm"
     if any(op in ("rsqrt", "linalg_vector_norm", "norm", "sqrt") for op in ops) and \
-            all(_one_axis(e) for e in call.events if isinstance(e, OpEvent) and _short(e.name) in _REDUCTIONS):
+            all(_one_axis(e) for e in call.events if isinstance(e, OpEvent) and short_name(e.name) in _REDUCTIONS):
         return "RMSNorm"
     return None
 
@@ -409,7 +295,7 @@ def _one_axis(e: OpEvent) -> bool:
     first); ConvNeXt-V2's global response norm takes a 2-norm over the height and width, two axes."""
     refs = _refs(e.args[:1])
     shape = refs[0].value.shape if refs else None
-    at = _REDUCTIONS[_short(e.name)]
+    at = _REDUCTIONS[short_name(e.name)]
     dim = e.kwargs.get("dim", e.kwargs.get("axis", e.args[at] if len(e.args) > at else None))
     if shape is None or dim is None:
         return dim is None and shape is not None and len(shape) == 1
@@ -440,18 +326,18 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
     calls = [c for c in root.calls() if by_path.get(c.path) in block_ids]
     events = [e for c in calls for e in c.events if isinstance(e, OpEvent)]
     multiplied = [([r.value for r in _refs(e.args)], _outs(e)) for e in events
-                  if _short(e.name) in ("mul", "__mul__", "__rmul__")]
+                  if short_name(e.name) in ("mul", "__mul__", "__rmul__")]
     products = [args for args, _ in multiplied]
-    sums = [([r.value for r in _refs(e.args)], _outs(e)) for e in events if _short(e.name) in _SUMS]
+    sums = [([r.value for r in _refs(e.args)], _outs(e)) for e in events if short_name(e.name) in _SUMS]
     squared = {id(r.value) for e in events for r in _refs(e.args[:1]) if _squares(e)}
     # what a top-k choice was computed from: a router's scores (DeepSeek-V3's sigmoid) are no activation
-    routed = set().union(*(_made_from(r.value, 8, _ROUTING) for e in events if _short(e.name) == "topk"
+    routed = set().union(*(_made_from(r.value, 8, _ROUTING) for e in events if short_name(e.name) == "topk"
                            for r in _refs(e.args[:1])))
     out = []
     for call in calls:
         for ev in call.events:
-            if isinstance(ev, OpEvent) and _short(ev.name) in ACTIVATIONS:
-                name = ACTIVATIONS[_short(ev.name)]
+            if isinstance(ev, OpEvent) and short_name(ev.name) in ACTIVATIONS:
+                name = ACTIVATIONS[short_name(ev.name)]
                 if any(id(v) in routed for v in _outs(ev)):
                     continue
                 if name == "tanh" and _gelu_by_tanh(ev, sums, products):
@@ -474,12 +360,12 @@ def _activations(doc: ModelDoc, root: Call | None, stacks: list[Component]) -> l
 _SCALING = {"mul", "__mul__", "__rmul__", "div", "__truediv__", "neg", "__neg__", "to", "float", "type_as"}
 _SUMS = {"add", "__add__", "__radd__"}
 _ELEMENTWISE = _SCALING | _SUMS | {"sub", "__sub__", "__rsub__", "pow", "__pow__", "square"}
-_ROUTING = _ELEMENTWISE | _LAYOUT | {"masked_fill", "where"}         # a router's scores, laid out, masked
+_ROUTING = _ELEMENTWISE | LAYOUT | {"masked_fill", "where"}         # a router's scores, laid out, masked
 
 
 def _squares(ev: OpEvent) -> bool:
     """x ** 2, x.square(), x * x."""
-    name, args = _short(ev.name), ev.args
+    name, args = short_name(ev.name), ev.args
     if name in ("pow", "__pow__"):
         return len(args) > 1 and not _refs(args[1:2]) and args[1] == 2
     if name in ("mul", "__mul__"):
@@ -496,7 +382,7 @@ def _made_from(v, steps: int = 6, names: set = _ELEMENTWISE) -> set[int]:
         after = []
         for u in frontier:
             ev = u.made_by
-            if ev is None or _short(ev.name) not in names:
+            if ev is None or short_name(ev.name) not in names:
                 continue
             for r in _refs((ev.args, ev.kwargs)):
                 if id(r.value) not in seen:
@@ -522,8 +408,8 @@ def _gelu_by_tanh(ev: OpEvent, sums, products) -> bool:
 def _scaled_from(values, steps: int = 3) -> set[int]:
     """ids of the values and of the tensors they are a multiple or a cast of (x in σ(1.702·x)); not of what a
     layer computed them from (a learned gate σ(W·h) weighs h by another stream)."""
-    scaled = _through(_SCALING, single=True)
-    return {id(u) for v in values for u in _chain(v, scaled, steps)}
+    scaled = through(_SCALING, single=True)
+    return {id(u) for v in values for u in chain(v, scaled, steps)}
 
 
 def _gated(multiplied: list, outs: set[int], own: set[int]) -> bool:
@@ -559,73 +445,12 @@ def _vocabulary(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trai
     by_path, best = doc.paths, None
     for call in root.calls():
         if isinstance(call.module, nn.Embedding):
-            idx = _lookup_index(call)
-            if idx is not None and _laid_out_from(idx).kind == "input":    # OPT, CLIP: input_ids.view(-1, T)
+            idx = lookup_index(call)
+            if idx is not None and laid_out_from(idx).kind == "input":    # OPT, CLIP: input_ids.view(-1, T)
                 rows = call.module.num_embeddings
                 if best is None or rows > best.value:
                     best = Trait(rows, by_path.get(call.path))
     return [best] if best else []
-
-
-def stated_contexts(config) -> list[tuple[str, int]]:
-    """The config's position limits, (field, value), in CONTEXT_FIELDS order; 0 and -1 (XLNet: none) are no limit.
-    A config that states none of its own and has a text part (a text-and-audio or text-and-image model) gives its
-    text part's, named by the field that holds it: `text_config.max_position_embeddings`; those bound the text's
-    positions alone."""
-    own = _limits(config, "")
-    if own:
-        return own
-    part = text_part(config)
-    return _limits(*part) if part is not None else []
-
-
-def text_part(config) -> tuple[object, str] | None:
-    """(the text sub-config, "its_field.") of a config that has one apart from itself, else None."""
-    get = getattr(config, "get_text_config", None)
-    try:
-        text = get() if callable(get) else None
-    except Exception:                   # configs without a text part raise
-        return None
-    if text is None or text is config:
-        return None
-    field_name = next((name for name, value in vars(config).items() if value is text), None)
-    return (text, f"{field_name}.") if field_name else None
-
-
-def _limits(config, prefix: str) -> list[tuple[str, int]]:
-    values = [(name, getattr(config, name, None)) for name in CONTEXT_FIELDS]
-    return [(prefix + name, v) for name, v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0]
-
-
-def _position_lookups(root: Call | None):
-    """(call, positions looked up) for each table of absolute positions the record looks up: the positions a
-    symbol, or a number where the size was fixed (--dim T=100)."""
-    for call in (root.calls() if root is not None else ()):
-        if isinstance(call.module, nn.Embedding):
-            idx = _lookup_index(call)
-            last = idx.shape[-1] if idx is not None and idx.shape else None
-            if last is not None and _absolute_positions(idx):
-                yield call, last
-
-
-def position_tables(root: Call | None) -> dict[str, tuple[int, str]]:
-    """The symbol each table of absolute positions is looked up by, and its rows: T <= 32 for nanoGPT's `wpe`
-    (module path). Fake tensors never check an index against a table, so the record itself does not say."""
-    out: dict[str, tuple[int, str]] = {}
-    for call, last in _position_lookups(root):
-        if getattr(last, "is_Symbol", False):
-            rows = call.module.num_embeddings
-            if str(last) not in out or rows < out[str(last)][0]:
-                out[str(last)] = (rows, call.path)
-    return out
-
-
-def tables_overrun(root: Call | None) -> list[tuple[str, int, int]]:
-    """(module path, rows, positions) of each table of absolute positions looked up past its last row at a size
-    given as a number (--dim T=100 on a 64-row table): the record holds, fake tensors check no index, but forward()
-    fails at that size."""
-    return [(call.path, call.module.num_embeddings, int(last)) for call, last in _position_lookups(root)
-            if isinstance(last, int) and last > call.module.num_embeddings]
 
 
 def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
@@ -637,12 +462,12 @@ def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
     by_path, out = doc.paths, []
     for call in root.calls():
         if isinstance(call.module, nn.Embedding):
-            idx = _lookup_index(call)
-            if idx is not None and _absolute_positions(idx):
+            idx = lookup_index(call)
+            if idx is not None and absolute_positions(idx):
                 out.append(Trait(call.module.num_embeddings, by_path.get(call.path)))
         for ev in call.events:          # `x + self.pos[:t]`: the table's rows are the context
-            table = _position_table(ev) if isinstance(ev, OpEvent) else None
-            if table is not None and any(_first_rows_of(r.value) is table for r in _refs(ev.args)) and \
+            table = position_table(ev) if isinstance(ev, OpEvent) else None
+            if table is not None and any(first_rows_of(r.value) is table for r in _refs(ev.args)) and \
                     isinstance(table.shape[0], int):
                 out.append(Trait(table.shape[0], by_path.get(table.owner or "", by_path.get(call.path))))
     return out[:1]

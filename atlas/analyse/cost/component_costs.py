@@ -9,54 +9,14 @@ from dataclasses import replace
 import sympy
 from torch import nn
 
-from atlas.analyse.architecture.traits import stated_contexts
 from atlas.analyse.cost.op_costs import Costs, activation_bytes
 from atlas.analyse.equations.recorded import unbacked
 from atlas.document.model import Cost, CostSummary, ModelDoc, ShapeStatus
+from atlas.extract.discover.reference_sizes import reference_sizes
 from atlas.extract.trace import branch_sizes
 from atlas.extract.trace.call_shapes import first_call_of, record_of
 from atlas.extract.trace.structures import refs, upstream
 from atlas.i18n import msg
-
-REFERENCE = {"B": 1, "T": 1024, "S": 1024, "H": 224, "W": 224}
-
-
-def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
-                    upper: dict | None = None) -> tuple[tuple[str, int], ...]:
-    """Where pages evaluate the formulas: at a size the code was pinned to, if it was; the model's
-    `atlas_reference_sizes`, else B = 1 and T (and an encoder-decoder's source length S) = 1024, within the config's
-    position limit and within the largest size the code allows (`upper`: a table of 32 positions, an assert, a
-    --dim bound); images at the config's image_size, else 224 × 224 (MobileViT's small config, 64 × 64, was counted
-    at 224 × 225)."""
-    config = getattr(model, "config", None)
-    declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
-    stated = stated_contexts(config)
-    source = [value for name, value in stated if name.endswith("max_source_positions")]
-    # a text part's limit bounds the text alone; an encoder-decoder's source length its own limit, where it has one
-    limits = {"T": next((value for name, value in stated if not name.endswith("max_source_positions")), None),
-              "S": source[0] if source else next((value for name, value in stated if "." not in name), None)}
-    images = _images(model)
-    out = []
-    for sym in symbols:
-        size = declared.get(sym, images.get(sym, REFERENCE.get(sym, 16)))
-        if limits.get(sym) is not None and sym not in declared:
-            size = min(size, limits[sym])
-        if sym in (upper or {}) and sym not in declared:
-            size = min(size, upper[sym])
-        out.append((sym, int(size)))
-    return tuple(out)
-
-
-def stated_sizes(model: nn.Module) -> dict[str, int]:
-    """The sizes the model itself states for its symbols: its `atlas_reference_sizes`, its config's image_size."""
-    return {**_images(model), **dict(getattr(model, "atlas_reference_sizes", None) or {})}
-
-
-def _images(model: nn.Module) -> dict[str, int]:
-    """H and W from the config's image_size (an int, or a height and a width)."""
-    from atlas.extract.discover.discovery import config_value
-    image, _ = config_value(getattr(model, "config", None), "image_size")
-    return {s: int(v) for s, v in zip("HW", (image, image) if isinstance(image, int) else image or ())}
 
 
 def pinned_sizes(trace) -> dict[str, int]:

@@ -36,10 +36,11 @@ from atlas.analyse.equations.program import Program
 from atlas.analyse.equations.recorded import bound_arguments, shape_symbols, unbacked
 from atlas.document.model import Verification
 from atlas.errors import where
-from atlas.extract.trace.structures import Call, Size, leaves, refs
+from atlas.extract.trace.structures import Call, Size, refs
 from atlas.i18n import msg
 from atlas.load import buffer_values, code_caches
 from atlas.load.module_copy import deep_copy
+from atlas.load.nested import leaves
 
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
 LOW = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -274,9 +274,3 @@ def translated(text) -> bool:
         return True
     found = i18n.catalog(i18n.active(), "reference").get(text.msgid)
     return found is not None and bool(found.string) and not found.fuzzy
-
-
-def messages():
-    """The reference catalog's messages (atlas/site/reference_messages.py), for `python -m atlas.site.message_catalogs`."""
-    from atlas.site.reference_messages import messages as all_messages
-    yield from all_messages()

@@ -32,18 +32,24 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
-from atlas.analyse.architecture.traits import text_part
 from atlas.document.input_specs import input_text as _text
 from atlas.document.input_specs import parse_input
 from atlas.extract.discover import conv_limits
+from atlas.extract.discover.conventions import (
+    AUDIO,
+    MASKS,
+    SERIES,
+    TARGET_CONTEXT,
+    TARGET_SIDE,
+    TEXT_CONTEXT,
+    TIMESTEPS,
+    TOKEN_IDS,
+    WINDOWS,
+    config_value,
+)
 from atlas.i18n import Text, msg, msgn
 
 HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12}    # distinct, never 0 or 1, above small windows
-_TOKEN_IDS = ("input_ids", "decoder_input_ids")
-_MASKS = ("attention_mask", "decoder_attention_mask")
-_TEXT_LIMITS = ("max_position_embeddings", "n_positions", "max_target_positions")
-_AUDIO = ("input_features", "input_values")       # frames or samples: a length of their own beside token ids
-_TARGET_SIDE = ("decoder_", "tgt")      # an encoder-decoder's target inputs: transformers' and torch.nn.Transformer's
 
 
 @dataclass(frozen=True)
@@ -156,12 +162,12 @@ def _source_and_target(found: list[Found], bounds: list[tuple[str, Bound]]) -> t
     def uses_t(f: Found) -> bool:
         return any("T" in parse_input(c).dims for c in f.candidates)
 
-    target = [f for f in found if f.name.startswith(_TARGET_SIDE)]
+    target = [f for f in found if f.name.startswith(TARGET_SIDE)]
     if any(uses_t(f) for f in target) and any(uses_t(f) for f in found if f not in target):
         source = {f.name for f in found if f not in target}
     else:                       # a text-and-audio model (CLAP): the audio's frames are not the text's positions
-        audio = {f.name for f in found if f.name in _AUDIO and uses_t(f)}
-        source = audio if audio and any(f.name in _TOKEN_IDS and uses_t(f) for f in found) else set()
+        audio = {f.name for f in found if f.name in AUDIO and uses_t(f)}
+        source = audio if audio and any(f.name in TOKEN_IDS and uses_t(f) for f in found) else set()
     if not source:
         return found, [b for _, b in bounds]
     def to_s(text):             # the reasons state the bounds they found on T ("set T >= 400"): now on S
@@ -265,28 +271,10 @@ def _dtypes(model: nn.Module, config) -> tuple[str, tuple[str, ...], Text]:
 
 # -- the usual names ----------------------------------------------------------------------------------------
 
-def config_value(config, *names):
-    """The first positive integer (or pair of them) among config fields, with its field name; the text, vision and
-    audio sub-configs of a multimodal config too. A size of 0 or -1 is no size: XLNet's max_position_embeddings
-    is -1, "no limit"."""
-    text = text_part(config)
-    sources = [(config, ""), *([text] if text is not None else [])]
-    sources += [(getattr(config, f"{part}_config", None), f"{part}_config.") for part in ("vision", "audio")]
-    sources += [(getattr(config, part, None), f"{part}.") for part in ("encoder", "decoder")]  # VisionEncoderDecoder
-    for source, prefix in sources:
-        for n in names:
-            value = getattr(source, n, None) if source is not None else None
-            if isinstance(value, bool):
-                continue
-            if (isinstance(value, int) and value > 0) or (isinstance(value, (list, tuple)) and len(value) == 2
-                                                          and all(isinstance(v, int) and v > 0 for v in value)):
-                return value, prefix + n
-    return None, None
-
 
 def _by_convention(name, model, config, dtype):
     """(candidates, because, low, high, bounds) from the usual names and config fields, or None."""
-    if name in _TOKEN_IDS:
+    if name in TOKEN_IDS:
         vocab, field_name = config_value(config, "vocab_size")
         if not isinstance(vocab, int):
             return None
@@ -294,7 +282,7 @@ def _by_convention(name, model, config, dtype):
         rows = _input_rows(model)
         if rows is not None and rows < vocab:       # PaliGemma's config says 257152 where its table has 1000 rows
             vocab, setting = rows, f"model.get_input_embeddings().num_embeddings = {rows}"
-        limit_fields = ("max_target_positions", *_TEXT_LIMITS) if name.startswith("decoder") else _TEXT_LIMITS
+        limit_fields = (TARGET_CONTEXT, *TEXT_CONTEXT) if name.startswith("decoder") else TEXT_CONTEXT
         limit, limit_name = config_value(config, *limit_fields)
         bounds = []
         if isinstance(limit, int):
@@ -308,7 +296,7 @@ def _by_convention(name, model, config, dtype):
         why = (msg("segment ids below %(setting)s", setting=_setting(t_field, types)) if t_field
                else msg("segment ids 0 or 1"))
         return [_text(name, "int64", ("B", "T"))], why, 0, types, []
-    if name in _MASKS:
+    if name in MASKS:
         return [_text(name, "int64", ("B", "T"))], msg("0/1 per position"), 0, 2, []
     if name == "inputs_embeds":
         width, field_name = config_value(config, "hidden_size", "d_model", "n_embd")
@@ -324,7 +312,7 @@ def _by_convention(name, model, config, dtype):
         if isinstance(config_value(config, "num_mel_bins")[0], int) and conv_limits.stack(model, 1) is None:
             return _spectrogram(name, config, dtype)        # no 1-D conv to take samples: a spectrogram (AST)
         return _waveform(name, model, config, dtype)
-    if name in _SERIES and isinstance(getattr(config, "lags_sequence", None), (list, tuple)):
+    if name in SERIES and isinstance(getattr(config, "lags_sequence", None), (list, tuple)):
         return _lagged_series(name, config, dtype)
     if name == "past_values":                         # time series: context_length steps of the input channels
         steps, s_field = config_value(config, "context_length")
@@ -336,14 +324,11 @@ def _by_convention(name, model, config, dtype):
     return None
 
 
-_TIMESTEPS = ("t", "timestep", "timesteps", "time", "times", "sigma", "sigmas", "noise_level", "noise_levels")
-
-
 def _by_name_alone(name, dtype):
     """Where neither a convention nor a layer says anything: a diffusion model's timestep (`t`, `timestep`, `sigma`),
     one number per sample, which the code turns into features itself (a sinusoidal embedding); a mask over the
     positions (`pad_mask`, `padding_mask`), true or false per position."""
-    if name.lower() in _TIMESTEPS:
+    if name.lower() in TIMESTEPS:
         return [_text(name, dtype, ("B",))], msg("the name of a diffusion model's timestep: one number per sample"), \
             None, None, []
     if name.lower().endswith("mask"):
@@ -381,9 +366,6 @@ def _waveform(name, model, config, dtype):
     return cands, why, None, None, bounds
 
 
-_SERIES = ("past_values", "past_observed_mask", "past_time_features", "future_values", "future_time_features")
-
-
 def _lagged_series(name, config, dtype):
     """A forecaster with lagged inputs (transformers' time-series transformers): the past is config.context_length
     steps and the largest of config.lags_sequence before them, the future config.prediction_length steps; values
@@ -419,14 +401,11 @@ def _spectrogram(name, config, dtype):
     return cands, why, None, None, []
 
 
-_WINDOWS = ("sliding_window", "attention_window", "chunk_size")
-
-
 def _window_bounds(config) -> list[Bound]:
     """A T hint of twice the largest window or chunk, so the recorded code is the general path: Longformer,
     with its window of 512, fails at T = 17, pins T = 512, and runs with a symbolic T at 1024."""
     out = []
-    for name in _WINDOWS:
+    for name in WINDOWS:
         value = getattr(config, name, None) if config is not None else None
         values = [v for v in (value if isinstance(value, (list, tuple)) else [value])
                   if isinstance(v, int) and not isinstance(v, bool)]

@@ -29,6 +29,7 @@ from torch.utils._sympy.numbers import int_oo
 
 from atlas.document.input_specs import parse_input
 from atlas.errors import site_of, where
+from atlas.extract.discover.conventions import USUAL_OPTIONAL
 from atlas.extract.discover.discovery import Discovery, discover
 from atlas.extract.trace.symbolic_inputs import AssumingShapeEnv as _ShapeEnv
 from atlas.extract.trace.symbolic_inputs import Decompose as _Decompose
@@ -247,9 +248,6 @@ def escalate(model: nn.Module, discovery: Discovery, error: str | None, attempt)
         if further:
             also, queue = also + (extra,), further + queue
     return None
-
-
-USUAL_OPTIONAL = ("pixel_values", "input_features", "input_values", "decoder_input_ids", "attention_mask")
 
 
 def optional_extras(model: nn.Module, error: str | None, discovery: Discovery, usual: bool = True) -> list[str]:

@@ -189,7 +189,7 @@ def _within_limits(model, trace, specs, choice, bounds: dict, repeats):
     positions looked up by an arange(T) made at T = 17 (fake tensors check no index), an `assert t <= block_size`.
     The check runs the real forward() at the record's sizes, and pages evaluate costs within them too: the limits
     go with the trace (trace.upper)."""
-    from atlas.analyse.architecture.traits import position_tables
+    from atlas.extract.trace.position_tables import position_tables
     limits = dict(trace.upper)
     for name, (_, high) in bounds.items():
         if high is not None and (name not in limits or high < limits[name][0]):
@@ -236,7 +236,7 @@ def _again(model, specs, choice, hints: dict, bounds: dict, repeats):
 
 def _off_reference(model, trace, bounds: dict) -> tuple[dict, list]:
     """(the reference sizes, the run's branch conditions that do not hold there)."""
-    from atlas.analyse.cost.component_costs import reference_sizes
+    from atlas.extract.discover.reference_sizes import reference_sizes
     upper = {s: v for s, (v, _) in trace.upper.items()}
     upper.update({s: high for s, (_, high) in bounds.items() if high is not None and high < upper.get(s, high + 1)})
     reference = dict(reference_sizes(model, list(trace.hints), None, upper))
@@ -273,7 +273,7 @@ def _pinned_at_stated(model, trace, specs, choice, bounds: dict, repeats):
     """The record again at the size the model states (its config's image_size, its atlas_reference_sizes), where the
     code pinned a symbol that has one to the run's own size: MobileViT's `int(math.ceil(W / 2) * 2)` held its costs
     at a 40 x 56 image, its config's being 64 x 64. Kept where it pins no more symbols; --dim's sizes stand."""
-    from atlas.analyse.cost.component_costs import stated_sizes
+    from atlas.extract.discover.reference_sizes import stated_sizes
     stated = stated_sizes(model)
     moved = {s: v for s, v in stated.items() if s in trace.specialized and s not in bounds and trace.hints.get(s) != v}
     if not moved:
@@ -388,7 +388,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = D
                              sizes=", ".join(f"{s} = {v}" for s, v in trace.hints.items()
                                              if re.search(rf"\b{s}\b", condition))))
     if trace is not None and trace.error is None:
-        from atlas.analyse.architecture.traits import tables_overrun
+        from atlas.extract.trace.position_tables import tables_overrun
         for path, rows, positions in tables_overrun(trace.root):
             notes.append(msg("%(path)s looks up %(positions)s positions in a table of %(rows)s: forward() fails at "
                              "these sizes, and their shapes and counts are the code's arithmetic, not a run's",

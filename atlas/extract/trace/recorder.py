@@ -20,8 +20,9 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from atlas.extract.trace import direct_calls
-from atlas.extract.trace.structures import Call, OpEvent, Ref, Site, Size, Value, leaves
+from atlas.extract.trace.structures import Call, OpEvent, Ref, Site, Size, Value
 from atlas.extract.trace.structures import refs as _refs
+from atlas.load.nested import leaves
 from atlas.resources import is_model_code
 
 # Tensor attributes that describe a tensor rather than compute one: never recorded.

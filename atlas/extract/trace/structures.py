@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from atlas.load.nested import leaves
+
 
 @dataclass(eq=False)
 class Value:
@@ -34,17 +36,6 @@ class Ref:
     """A value used as an argument."""
 
     value: Value
-
-
-def leaves(x, kind) -> list:
-    """Every item of type `kind` inside nested lists, tuples and dict values, in order."""
-    if isinstance(x, kind):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [r for i in x for r in leaves(i, kind)]
-    if isinstance(x, dict):
-        return [r for i in x.values() for r in leaves(i, kind)]
-    return []
 
 
 def refs(x) -> list[Ref]:
@@ -169,3 +160,9 @@ class Trace:
             for call in self.root.calls():
                 out.setdefault(call.path, call)
         return out
+
+
+def short_name(name: str) -> str:
+    """"Tensor.add_" -> "add"; dunders ("__getitem__") as they are."""
+    name = name.removeprefix("Tensor.").removeprefix("torch.")
+    return name if name.startswith("__") else name.rstrip("_")
