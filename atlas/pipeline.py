@@ -122,7 +122,7 @@ def _document(loaded, settings: Settings) -> ModelDoc:
     if inputs:
         _inputs_fit_forward(loaded.model, inputs)
     if has_lazy(loaded.model):
-        from atlas.extract.probes.probe_shapes import materialize_lazy
+        from atlas.extract.probes.probe_runs import materialize_lazy
         materialize_lazy(loaded.model, inputs)
     with progress.stage("walk") as bar:
         doc = walk(loaded)

@@ -49,7 +49,7 @@ def test_bad_input_from_a_real_process(tmp_path):
 # Code a describe needs only for some models (the probes of a failed symbolic run, input discovery from the first
 # layer, recurrent and composite layers' builders) or only for pages (writing the docs tree, its fingerprint, jinja2's
 # filters): a model that needs none of it leaves it unimported, and its memory free (atlas.pipeline).
-ONLY_WHEN_NEEDED = ("atlas.extract.probes.probe_shapes", "atlas.extract.probes.fit_products", "atlas.load.module_copy", "atlas.extract.record.escalation",
+ONLY_WHEN_NEEDED = ("atlas.extract.probes.probe_shapes", "atlas.extract.probes.dim_fitting", "atlas.extract.probes.probe_runs", "atlas.load.module_copy", "atlas.extract.record.escalation",
                     "atlas.extract.discover.first_consumer", "atlas.extract.discover.layer_inputs", "atlas.extract.method_uses", "atlas.extract.trace.upsample",
                     "atlas.analyse.equations.composites", "atlas.analyse.equations.recurrent", "atlas.analyse.equations.verify",
                     "atlas.site.sync", "atlas.site.fingerprint", "atlas.render.filters", "atlas.render.repeat_words", "atlas.render.model_pages")

@@ -15,7 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 from atlas import pipeline
 from atlas.cli import main
 from atlas.document import input_specs as inputs_mod
-from atlas.extract.trace.runs import DTYPES, _fake_tensors
+from atlas.extract.trace.runs import DTYPES, fake_tensors
 from atlas.extract.trace.symbolic_inputs import SymbolicInputs
 from atlas.load import spec
 
@@ -39,7 +39,7 @@ def flop_counter(model, texts) -> dict:
     counter = FlopCounterMode(display=False,
                               custom_mapping={torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash})
     model.eval()
-    with _fake_tensors(model, si.mode), si.mode, counter, torch.enable_grad():
+    with fake_tensors(model, si.mode), si.mode, counter, torch.enable_grad():
         model(**inputs)
     out = {}
     for name, ops in counter.get_flop_counts().items():
@@ -61,7 +61,7 @@ def flop_counter_at(model, texts, sizes: dict[str, int]) -> dict:
     counter = FlopCounterMode(display=False,
                               custom_mapping={torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash})
     model.eval()
-    with _fake_tensors(model, mode), mode, counter, torch.enable_grad():
+    with fake_tensors(model, mode), mode, counter, torch.enable_grad():
         model(**inputs)
     return {(name.split(".", 1)[1] if "." in name else ""): sum(ops.values())
             for name, ops in counter.get_flop_counts().items() if name != "Global"}
@@ -205,8 +205,8 @@ def test_a_negative_position_limit_is_no_limit():
     negative FLOP count printed. A limit is a positive size; discovery bounds T by none either."""
     from types import SimpleNamespace
 
-    from atlas.extract.discover.reference_sizes import reference_sizes
     from atlas.extract.discover.discovery import discover
+    from atlas.extract.discover.reference_sizes import reference_sizes
 
     class Unlimited(torch.nn.Module):
         def __init__(self):

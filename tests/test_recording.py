@@ -22,7 +22,7 @@ from torch.nn import functional as F
 
 from atlas.cli import main
 from atlas.document.input_specs import InputSpec
-from atlas.extract.probes import probe_shapes
+from atlas.extract.probes import probe_runs
 from atlas.extract.trace import runs
 from atlas.load import spec
 from atlas.load.spec import load
@@ -157,7 +157,6 @@ def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     """Built on the meta device, the buffers have no values; the CPU copies that check the equations and run the
     fallback probes get the ones the constructor computed (zeros broke EnCodec: a conv padded by 0, "too small")."""
     from atlas.analyse.equations.verify import materialize
-    from atlas.extract.probes.probe_shapes import _cpu_copy
     from atlas.load import buffer_values
     model = load(f"{SPEC}:sizes_in_buffers").model
     assert model.padding_total.device.type == "meta"
@@ -166,7 +165,8 @@ def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     assert (int(known["kernel_size"]), int(known["padding_total"])) == (3, 2)
     assert torch.equal(known["position_ids"], torch.arange(8).expand((1, -1)))
     assert torch.allclose(known["inv_freq"], torch.tensor([1.0, 0.01]))
-    for copy_ in (_cpu_copy(model), materialize(model, torch.float64, 0)):
+    from atlas.extract.probes.probe_runs import cpu_copy
+    for copy_ in (cpu_copy(model), materialize(model, torch.float64, 0)):
         assert int(copy_.padding_total) == 2 and copy_.position_ids[0, -1] == 7
         assert copy_(torch.zeros(1, 2, 5, dtype=copy_.conv.weight.dtype)).shape == (1, 2, 5)
 
@@ -295,9 +295,10 @@ def test_only_entries_that_run_get_fake_weights(monkeypatch):
     """The modules below a later list entry get no copy of their state, no fake weights and no hooks unless the
     entry runs: a 126-layer model pays for the one layer it runs. Block 3 runs, so its Linear's weights are made
     fake then, and known as that module's; everything is put back after the run."""
+    from atlas.extract.trace import module_state
     made = []
-    fake_like = runs._fake_like
-    monkeypatch.setattr(runs, "_fake_like", lambda t, mode: made.append(t) or fake_like(t, mode))
+    fake_like = module_state.fake_like
+    monkeypatch.setattr(module_state, "fake_like", lambda t, mode: made.append(t) or fake_like(t, mode))
     model = load(f"{SPEC}:pyramid").model
     trace = runs.symbolic(model, [InputSpec("x", "float32", ("B", 8))], {"B": 2}, [[f"blocks.{i}" for i in range(4)]])
     assert trace.error is None
@@ -526,7 +527,7 @@ def test_a_fixed_size_the_code_cannot_take_is_a_failure_not_a_guess(capsys):
 
 def test_a_forward_on_fake_tensors_that_runs_past_its_time_stops_and_says_so(capsys, monkeypatch):
     """A symbolic run that never ends (transformers' Swin given H, W >= 224 ran past 300 s, silent) stops at
-    run.RECORD_SECONDS: stderr says so, the shapes come from concrete probes, and the alarm is put back."""
+    runs.RECORD_SECONDS: stderr says so, the shapes come from concrete probes, and the alarm is put back."""
     import signal
     import time
     monkeypatch.setattr(runs, "RECORD_SECONDS", 1)
@@ -626,7 +627,7 @@ def test_the_cpu_copy_is_the_same_on_every_run_and_leaves_the_global_stream():
     with torch.device("meta"):
         model = nn.Sequential(nn.Linear(8, 4), nn.LayerNorm(4))
     state = torch.random.get_rng_state()
-    first, second = probe_shapes._cpu_copy(model), probe_shapes._cpu_copy(model)
+    first, second = probe_runs.cpu_copy(model), probe_runs.cpu_copy(model)
     assert torch.equal(torch.random.get_rng_state(), state)
     assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
     assert first[0].weight.std() > 0

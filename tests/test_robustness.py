@@ -31,8 +31,8 @@ def test_documented_without_crash(name, tmp_path, capsys):
 @pytest.mark.parametrize("name", ["weight_norm", "spectral", "empty", "buffers", "lazy"])
 def test_accounting_reconciles(name):
     loaded = spec.load(f"{ROBUST}:{name}")
-    from atlas.extract.probes import probe_shapes
-    probe_shapes.materialize_lazy(loaded.model, None)
+    from atlas.extract.probes import probe_runs
+    probe_runs.materialize_lazy(loaded.model, None)
     doc = walk.walk(loaded)
     trained, frozen = accounting.tree_total(doc)
     assert trained + frozen == sum(p.numel() for p in loaded.model.parameters()) == doc.totals.parameters
@@ -54,8 +54,8 @@ def test_lazy_without_inputs_says_so(tmp_path, capsys):
 
 def test_lazy_with_inputs_is_sized_on_meta():
     loaded = spec.load(f"{ROBUST}:lazy")
-    from atlas.extract.probes import probe_shapes
-    assert probe_shapes.materialize_lazy(loaded.model, None)
+    from atlas.extract.probes import probe_runs
+    assert probe_runs.materialize_lazy(loaded.model, None)
     assert loaded.model[0].weight.shape == (4, 3) and loaded.model[0].weight.device.type == "meta"
 
 

@@ -11,7 +11,7 @@ from atlas.cli import main
 from atlas.document import input_specs
 from atlas.document.model import ShapeStatus
 from atlas.extract import walk
-from atlas.extract.probes import probe_shapes
+from atlas.extract.probes import dim_fitting, probe_runs, probe_shapes, probe_sizes
 from atlas.load import spec
 from atlas.render import filters
 
@@ -20,7 +20,7 @@ PROBES = [{"B": 2, "T": 6}, {"B": 3, "T": 10}, {"B": 5, "T": 14}]
 
 
 def fitted(f):
-    return probe_shapes.fit([f(p["B"], p["T"]) for p in PROBES], PROBES, VOCAB)
+    return dim_fitting.fit([f(p["B"], p["T"]) for p in PROBES], PROBES, VOCAB)
 
 
 def test_fit_expressions():
@@ -41,14 +41,14 @@ def test_fits_must_hold_at_the_checking_probes():
     probes = [{"B": b, "T": t} for b, t in ((3, 60), (4, 64), (6, 68), (8, 73))]
     conv = lambda B, T: (T - 10) // 5 + 1                                           # noqa: E731
     values = [conv(p["B"], p["T"]) for p in probes]
-    assert probe_shapes.fit(values, probes, VOCAB).symbol == "ceiling(B/2) + 9"         # four probes alone: the batch
-    checks = probe_shapes.check_sizes(probes)
+    assert dim_fitting.fit(values, probes, VOCAB).symbol == "ceiling(B/2) + 9"         # four probes alone: the batch
+    checks = probe_sizes.check_sizes(probes)
     assert len(checks) == 4 and all(c["T"] not in (60, 64, 68, 73) for c in checks)
     assert {c["T"] > 73 for c in checks} == {True, False} and {c["B"] > 8 for c in checks} == {True, False}
-    fitted = probe_shapes.fit(values, probes, VOCAB, [(c, conv(c["B"], c["T"])) for c in checks])
+    fitted = dim_fitting.fit(values, probes, VOCAB, [(c, conv(c["B"], c["T"])) for c in checks])
     assert fitted.symbol == "floor(T/5) - 1"
     twice = lambda B, T: conv(B, conv(B, T))                                        # noqa: E731
-    assert probe_shapes.fit([twice(p["B"], p["T"]) for p in probes], probes, VOCAB,
+    assert dim_fitting.fit([twice(p["B"], p["T"]) for p in probes], probes, VOCAB,
                       [(c, twice(c["B"], c["T"])) for c in checks]).symbol == "?"
 
 
@@ -57,14 +57,14 @@ def test_a_rounding_to_a_multiple_of_four_is_told_from_one_to_two():
     17 positions the code needs, were T = 17, 21, 25, 30, and the checks 18 and 57, at all of which
     ceiling(T/2) + 1 gives the same sizes; it was written on the page, and is wrong at T = 16. The checks now take
     four sizes in a row, which tell them apart, and the multiple of a rounding is fitted."""
-    probes = probe_shapes.probe_sizes(["B", "T"], {"T": (17, None)})
+    probes = probe_sizes.probe_sizes(["B", "T"], {"T": (17, None)})
     assert [p["T"] for p in probes] == [17, 21, 25, 30]
     pooled = lambda B, T: 2 * -(-T // 4)                                            # noqa: E731
-    checks = [(c, pooled(c["B"], c["T"])) for c in probe_shapes.check_sizes(probes, {"T": (17, None)})]
+    checks = [(c, pooled(c["B"], c["T"])) for c in probe_sizes.check_sizes(probes, {"T": (17, None)})]
     assert {c["T"] for c, _ in checks} >= {18, 19, 20}
-    assert probe_shapes.fit([pooled(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol == "2*ceiling(T/4)"
+    assert dim_fitting.fit([pooled(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol == "2*ceiling(T/4)"
     once = lambda B, T: -(-T // 2) + 1                                              # noqa: E731
-    assert probe_shapes.fit([once(p["B"], p["T"]) for p in probes], probes, VOCAB,
+    assert dim_fitting.fit([once(p["B"], p["T"]) for p in probes], probes, VOCAB,
                       [(c, once(c["B"], c["T"])) for c, _ in checks]).symbol == "ceiling(T/2) + 1"
 
 
@@ -111,13 +111,13 @@ def test_ldlm_symbolic_shapes_match_real_cpu_forwards(ldlm_doc):
                               input_specs.vocabulary(model.atlas_dims, model.atlas_fixed_dims))
     checked = 0
     for sizes in ({"B": 1, "T": 3}, {"B": 2, "T": 4}):
-        observed = probe_shapes.capture(model, probe_shapes.example_inputs(specs, sizes, "cpu"))
+        observed = probe_runs.capture(model, probe_runs.example_inputs(specs, sizes, "cpu"))
         for comp in ldlm_doc.components:
             module = model.get_submodule(comp.module_paths[0])
             assert comp.shapes.status is ShapeStatus.DERIVED, comp.id
             if id(module) not in observed:      # not called by LDLM's forward: probed with its own inputs
                 own, _ = input_specs.resolve([input_specs.parse_input(t) for t in module.atlas_inputs], input_specs.vocabulary(None, None))
-                observed.update(probe_shapes.capture(module, probe_shapes.example_inputs(own, sizes, "cpu")))
+                observed.update(probe_runs.capture(module, probe_runs.example_inputs(own, sizes, "cpu")))
             ins, outs = observed[id(module)]
             for declared, seen in ((comp.shapes.inputs, ins), (comp.shapes.outputs, outs)):
                 assert [t.name for t in declared] == [n for n, _, _ in seen], comp.id
@@ -249,7 +249,8 @@ def test_a_fit_must_hold_at_every_probe():
     """Longformer pads T up to a multiple of its window: ceil(T/8)*8 is 8, 16, 16 at (B, T) = (2, 6), (3, 10),
     (5, 14), which -8*B + 4*T fits too. The fourth probe refutes it; the multiple of a rounding fits them all."""
     from atlas.document import input_specs as inputs_mod
-    from atlas.extract.probes.probe_shapes import fit, probe_sizes
+    from atlas.extract.probes.dim_fitting import fit
+    from atlas.extract.probes.probe_sizes import probe_sizes
     vocab = inputs_mod.vocabulary(None, None)
     probes = probe_sizes(["B", "T"])
     assert len(probes) == 4
@@ -262,7 +263,7 @@ def test_a_fit_must_hold_at_every_probe():
 
 def test_probes_start_where_the_code_needs_them():
     """A window of 8 wants T >= 16, a position table T <= 20: the probes move into that range."""
-    from atlas.extract.probes.probe_shapes import probe_sizes
+    from atlas.extract.probes.probe_sizes import probe_sizes
     assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [16, 20, 24, 29]
     assert [p["T"] for p in probe_sizes(["B", "T"], {"T": (None, 15)})] == [2, 6, 10, 15]
     assert [p["B"] for p in probe_sizes(["B", "T"], {"T": (16, None)})] == [2, 3, 5, 7]
@@ -272,7 +273,8 @@ def test_probes_tell_height_from_width_and_find_a_cnns_stride():
     """EfficientNet, probed from 131 px up: H and W moved in lockstep (W = H - 2 at every probe, equal once both
     were shifted to 131), so a height read `ceiling(W/2) - 1`; floor(H/2) was not found from an odd first probe;
     and probes 13 px apart left a stride of 32 constant, `[B, 320, 4, 4]` at every size."""
-    from atlas.extract.probes.probe_shapes import fit, probe_sizes
+    from atlas.extract.probes.dim_fitting import fit
+    from atlas.extract.probes.probe_sizes import probe_sizes
     vocab = input_specs.vocabulary(None, None)
     probes = probe_sizes(["B", "H", "W"], {"H": (131, None), "W": (131, None)})
     assert len({p["H"] - p["W"] for p in probes}) > 1
@@ -295,7 +297,7 @@ def _strided_by_search(mono, xs, values, checks=()):
             for ceiling in (False, True):
                 if all(at(q, m, ceiling, x) == v for x, v in points):
                     fits.append((q, m, ceiling))
-                    key = (probe_shapes._largest_prime(q), abs(m), q, ceiling)
+                    key = (dim_fitting._largest_prime(q), abs(m), q, ceiling)
                     if best is None or key < best[0]:
                         best = (key, (sympy.ceiling if ceiling else sympy.floor)((mono + m) / q), (q, m, ceiling))
     if best is None:
@@ -329,10 +331,10 @@ def test_a_length_padded_to_whole_windows_is_fitted(window):
     """Longformer pads its positions to a multiple of its attention window (here 8): the embeddings, the layers
     and the attention read [B, ?, 64], where the page can say [B, 8·ceiling(T/8), 64]. (A window wider than the
     probes, 32 or a released model's 512, still reads "?": every probe pads to one window.)"""
-    probes = probe_shapes.probe_sizes(["B", "T"])
+    probes = probe_sizes.probe_sizes(["B", "T"])
     padded = lambda B, T: window * -(-T // window)                                  # noqa: E731
-    checks = [(c, padded(c["B"], c["T"])) for c in probe_shapes.check_sizes(probes)]
-    fitted = probe_shapes.fit([padded(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol
+    checks = [(c, padded(c["B"], c["T"])) for c in probe_sizes.check_sizes(probes)]
+    fitted = dim_fitting.fit([padded(p["B"], p["T"]) for p in probes], probes, VOCAB, checks).symbol
     assert fitted == f"{window}*ceiling(T/{window})"
     assert filters.compact_symbol(fitted) == f"{window}·ceiling(T/{window})"
 
@@ -352,7 +354,7 @@ def test_stride_shifts_from_intervals_equal_the_search():
         check = rng.randint(5, 600)
         if values[-1] <= values[0]:
             continue
-        got = probe_shapes._strided_once(T, xs, values, [(check, size(check))])
+        got = dim_fitting._strided_once(T, xs, values, [(check, size(check))])
         assert got == _strided_by_search(T, xs, values, [(check, size(check))]), (q, m, ceiling, xs, values)
         fitted += got is not None
     assert fitted >= 10                     # the rest: another shift fits the four points too
@@ -368,7 +370,7 @@ def test_a_patch_grid_over_height_and_width_is_fitted():
     checks = [{"B": 19, "H": 41, "W": 93}, {"B": 5, "H": 80, "W": 57}, {"B": 5, "H": 42, "W": 58},
               {"B": 7, "H": 43, "W": 59}]
     tokens = lambda s: (s["H"] // 14) * (s["W"] // 14) + 1                      # noqa: E731
-    fitted = probe_shapes.fit([tokens(p) for p in probes], probes, vocab, [(c, tokens(c)) for c in checks])
+    fitted = dim_fitting.fit([tokens(p) for p in probes], probes, vocab, [(c, tokens(c)) for c in checks])
     assert fitted.symbol == "floor(H/14)*floor(W/14) + 1" and fitted.name == "height × width"
     assert filters.compact_symbol("floor(H/14)*floor(W/14) + 1") == "floor(H/14)·floor(W/14) + 1"
 
@@ -400,18 +402,18 @@ def test_a_shifted_stride_another_unshifted_one_also_fits_is_not_guessed():
     checks = [{"B": 19, "H": 41, "W": 93}, {"B": 5, "H": 80, "W": 57}, {"B": 5, "H": 42, "W": 58},
               {"B": 7, "H": 43, "W": 59}]
     height = lambda s: 14 * (s["H"] // 14)                                      # noqa: E731
-    assert probe_shapes.fit([height(p) for p in probes], probes, vocab, [(c, height(c)) for c in checks]).symbol == "?"
+    assert dim_fitting.fit([height(p) for p in probes], probes, vocab, [(c, height(c)) for c in checks]).symbol == "?"
 
 
 def test_a_check_that_gives_a_fraction_refutes_the_fit():
     """A fit was checked with int() of its value, which truncates: floor(H/4) read H/4 from probes starting at
     64 px (64, 96, 128, 168 are multiples of 4), and a check at 65 px gave int(65/4) = 16 = floor(65/4)."""
     limits = {"H": (64, None)}
-    probes = probe_shapes.probe_sizes(["B", "H"], limits)
-    checks = probe_shapes.check_sizes(probes, limits)
+    probes = probe_sizes.probe_sizes(["B", "H"], limits)
+    checks = probe_sizes.check_sizes(probes, limits)
     quarter = lambda s: s["H"] // 4                                             # noqa: E731
     vocab = input_specs.vocabulary({"B": "batch", "H": "height"}, None)
-    fitted = probe_shapes.fit([quarter(p) for p in probes], probes, vocab, [(c, quarter(c)) for c in checks]).symbol
+    fitted = dim_fitting.fit([quarter(p) for p in probes], probes, vocab, [(c, quarter(c)) for c in checks]).symbol
     assert fitted in ("floor(H/4)", "?"), fitted
 
 
@@ -454,9 +456,9 @@ def test_a_shift_the_probes_cannot_pin_reads_unknown_not_a_guess():
     stride fits the probes and gives other sizes, the size reads "?"; an unshifted one still fits."""
     vocab = input_specs.vocabulary(None, None)
     xs = [200, 300, 400]
-    conv = probe_shapes.fit([(t - 127) // 64 + 1 for t in xs], [{"B": 2, "T": t} for t in xs], vocab)
+    conv = dim_fitting.fit([(t - 127) // 64 + 1 for t in xs], [{"B": 2, "T": t} for t in xs], vocab)
     assert conv.symbol == "?", conv
-    assert probe_shapes.fit([t // 32 for t in (136, 221, 255)], [{"W": t} for t in (136, 221, 255)], vocab).symbol == \
+    assert dim_fitting.fit([t // 32 for t in (136, 221, 255)], [{"W": t} for t in (136, 221, 255)], vocab).symbol == \
         "floor(W/32)"
 
 

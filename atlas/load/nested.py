@@ -12,3 +12,9 @@ def leaves(x, kind) -> list:
     if isinstance(x, dict):
         return [r for i in x.values() for r in leaves(i, kind)]
     return []
+
+
+def tensors(x) -> list:
+    """Every tensor inside nested lists, tuples and dict values, in order."""
+    import torch
+    return leaves(x, torch.Tensor)

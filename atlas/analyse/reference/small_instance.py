@@ -143,10 +143,10 @@ def run(module: nn.Module, inputs) -> object:
 def record(instance: Instance):
     """The instance documented as a one-component model: shapes and equations, verified against forward()."""
     from atlas.analyse.equations.derive import enrich
+    from atlas.document import input_specs as inputs_mod
     from atlas.extract import walk
-    from atlas.extract.probes import probe_shapes
     from atlas.extract.record import plan
     from atlas.load import spec
     loaded = spec.Loaded(f"torch.nn.{instance.cls.__name__}", instance.module, None)
     outcome = plan.record(instance.module, walk.walk(loaded), [i.text for i in instance.inputs])
-    return enrich(instance.module, outcome.doc, outcome.trace, probe_shapes.inputs_mod.vocabulary(None, None))
+    return enrich(instance.module, outcome.doc, outcome.trace, inputs_mod.vocabulary(None, None))

@@ -31,10 +31,10 @@ from atlas.document.input_specs import parse_input
 from atlas.errors import site_of, where
 from atlas.extract.discover.conventions import USUAL_OPTIONAL
 from atlas.extract.discover.discovery import Discovery, discover
-from atlas.extract.trace.symbolic_inputs import AssumingShapeEnv as _ShapeEnv
-from atlas.extract.trace.symbolic_inputs import Decompose as _Decompose
-from atlas.extract.trace.symbolic_inputs import guard_site
-from atlas.extract.trace.symbolic_inputs import quiet as _quiet
+from atlas.extract.trace.shape_env import AssumingShapeEnv as _ShapeEnv
+from atlas.extract.trace.shape_env import Decompose as _Decompose
+from atlas.extract.trace.shape_env import guard_site
+from atlas.extract.trace.shape_env import quiet as _quiet
 from atlas.load import code_caches
 from atlas.load.module_copy import deep_copy
 

@@ -451,13 +451,14 @@ def _on_the_cpu(model, choices: list[Choice], tried: Choice, trace, disc, fixed:
     before = choices[:choices.index(tried)] if tried in choices else choices     # tried, and failed, before it
     order = [c for c in before if [inputs_mod.parse_input(x).name for x in c.texts] == names]
 
-    from atlas.extract.probes import probe_shapes as probes
+    from atlas.extract.probes.probe_runs import concrete_record
+    from atlas.extract.probes.probe_sizes import probe_sizes
 
     def run(choice: Choice, hints):
         specs, symbols = _resolved(choice.texts, fixed, vocab)
         limits = _limits(disc, bounds, symbols, hints)
-        probe = probes.probe_sizes(symbols, limits)[0] if symbols else {}
-        return choice, specs, symbols, limits, probe, probes.concrete_record(model, specs, probe, budget_bytes)
+        probe = probe_sizes(symbols, limits)[0] if symbols else {}
+        return choice, specs, symbols, limits, probe, concrete_record(model, specs, probe, budget_bytes)
 
     for choice in order[:most]:
         got = run(choice, choice.hints or None)
