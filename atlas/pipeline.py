@@ -15,8 +15,8 @@ from atlas.analyse.architecture import traits
 from atlas.analyse.cost import component_costs
 from atlas.analyse.equations.derive import enrich
 from atlas.analyse.provenance import claims
+from atlas.document import EquationStatus, ModelDoc, ShapeStatus
 from atlas.document import input_specs as inputs_mod
-from atlas.document.model import EquationStatus, ModelDoc, ShapeStatus
 from atlas.errors import AtlasError
 from atlas.extract.accounting import has_lazy
 from atlas.extract.record import plan

@@ -4,7 +4,7 @@ and the data flow each forward recorded."""
 import pytest
 
 from atlas import pipeline
-from atlas.document.model import Architecture, Trait
+from atlas.document import Architecture, Trait
 from atlas.load.spec import load
 from atlas.render.comparison import _experts_of
 

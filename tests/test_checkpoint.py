@@ -18,8 +18,7 @@ from safetensors.torch import save_file, save_model
 from atlas import pipeline
 from atlas.analyse import checkpoint_reconcile
 from atlas.cli import main
-from atlas.document import serialize
-from atlas.document.model import Mismatch, TiedCopy
+from atlas.document import Mismatch, TiedCopy, serialize
 from atlas.errors import AtlasError
 from atlas.extract import walk
 from atlas.load import checkpoint_listing

@@ -12,7 +12,7 @@ from torch import nn
 from atlas import pipeline
 from atlas.analyse.equations.derive import EquationMismatch, enrich
 from atlas.cli import main
-from atlas.document.model import EquationStatus
+from atlas.document import EquationStatus
 from atlas.extract import walk
 from atlas.extract.probes import probe_shapes
 from atlas.extract.record import plan

@@ -8,8 +8,7 @@ import torch
 from conftest import ROOT, fixture_spec
 
 from atlas.cli import main
-from atlas.document import input_specs
-from atlas.document.model import ShapeStatus
+from atlas.document import ShapeStatus, input_specs
 from atlas.extract import walk
 from atlas.extract.probes import dim_fitting, probe_runs, probe_shapes, probe_sizes
 from atlas.load import spec

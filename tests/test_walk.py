@@ -5,7 +5,7 @@ import torch
 from conftest import fixture_spec
 from torch import nn
 
-from atlas.document.model import CountedElsewhere
+from atlas.document import CountedElsewhere
 from atlas.extract import accounting, walk
 from atlas.load import spec
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from atlas.document.model import (
+from atlas.document import (
     WRAPPER,
     CheckpointReport,
     ComponentCheck,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from atlas.document.model import Flow, FlowNode, ModelDoc
+from atlas.document import Flow, FlowNode, ModelDoc
 from atlas.extract.trace.structures import Call, OpEvent
 from atlas.extract.trace.structures import refs as _refs
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields, replace
 
-from atlas.document.model import (
+from atlas.document import (
     Architecture,
     BufferRow,
     CheckpointReport,

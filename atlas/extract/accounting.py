@@ -10,7 +10,7 @@ from __future__ import annotations
 from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
-from atlas.document.model import BufferRow, CountedElsewhere, ModelDoc, ParamRow, Totals
+from atlas.document import BufferRow, CountedElsewhere, ModelDoc, ParamRow, Totals
 from atlas.errors import AtlasError
 from atlas.i18n import msg
 

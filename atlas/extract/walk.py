@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from atlas.document.model import Component, ModelDoc, Published
+from atlas.document import Component, ModelDoc, Published
 from atlas.extract import accounting, names
 from atlas.load.spec import Loaded
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from atlas import i18n
-from atlas.document.model import Component, ModelDoc
+from atlas.document import Component, ModelDoc
 from atlas.i18n import msg
 from atlas.render import page_paths
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from atlas import i18n
-from atlas.document.model import ModelDoc, Trait
+from atlas.document import ModelDoc, Trait
 from atlas.render import page_paths
 
 PAGE = "catalog/index.md"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 
 from atlas import i18n
-from atlas.document.model import Component, Flow, ModelDoc
+from atlas.document import Component, Flow, ModelDoc
 from atlas.i18n import msg
 
 BOX_W, BOX_H, ROW, PILL_H = 300, 40, 64, 28

@@ -6,8 +6,8 @@ import functools
 import re
 
 from atlas import i18n
+from atlas.document import calculation
 from atlas.document.input_specs import dim_words, parse_input
-from atlas.document.model import calculation
 from atlas.i18n import msg, msgn
 from atlas.render import repeat_words
 

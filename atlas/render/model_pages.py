@@ -9,8 +9,7 @@ from pathlib import Path
 import jinja2
 
 from atlas import i18n
-from atlas.document import serialize
-from atlas.document.model import ModelDoc
+from atlas.document import ModelDoc, serialize
 from atlas.render import citation, diagram, page_paths, tree_html, view_data
 from atlas.render.filters import FILTERS, calculation, repeat_label, thousands
 from atlas.resources import TEMPLATES

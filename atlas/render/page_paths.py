@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from atlas.document.model import Component, ModelDoc
+from atlas.document import Component, ModelDoc
 from atlas.i18n import DEFAULT
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_,\-]")

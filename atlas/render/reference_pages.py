@@ -16,7 +16,7 @@ import jinja2
 
 from atlas import i18n
 from atlas.analyse.reference import class_pages, class_uses
-from atlas.document.model import ModelDoc
+from atlas.document import ModelDoc
 from atlas.render import page_paths
 
 log = logging.getLogger("atlas")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from atlas.document import ModelDoc
 from atlas.document.input_specs import DATA_DECIDED
-from atlas.document.model import ModelDoc
 from atlas.extract.trace.call_shapes import decided_by_data
 from atlas.render.filters import at_reference, compact_symbol, si
 

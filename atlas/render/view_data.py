@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from atlas.document.model import Component, ModelDoc, Tag
+from atlas.document import Component, ModelDoc, Tag
 from atlas.i18n import lowered, msg
 from atlas.render import page_paths
 

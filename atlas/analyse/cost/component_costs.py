@@ -11,7 +11,7 @@ from torch import nn
 
 from atlas.analyse.cost.op_costs import Costs, activation_bytes
 from atlas.analyse.equations.recorded import unbacked
-from atlas.document.model import Cost, CostSummary, ModelDoc, ShapeStatus
+from atlas.document import Cost, CostSummary, ModelDoc, ShapeStatus
 from atlas.extract.discover.reference_sizes import reference_sizes
 from atlas.extract.trace import branch_sizes
 from atlas.extract.trace.call_shapes import first_call_of, record_of

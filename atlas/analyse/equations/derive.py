@@ -22,8 +22,8 @@ from atlas.analyse.equations.ops_nn import Loop
 from atlas.analyse.equations.present import present
 from atlas.analyse.equations.program import Program, Step
 from atlas.analyse.equations.select import select
+from atlas.document import Component, Equations, EquationStatus, ModelDoc, ShapeStatus
 from atlas.document.expressions import symbol_names
-from atlas.document.model import Component, Equations, EquationStatus, ModelDoc, ShapeStatus
 from atlas.errors import AtlasError
 from atlas.extract.trace.call_shapes import first_call_of, record_of
 from atlas.extract.trace.structures import refs

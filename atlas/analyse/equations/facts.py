@@ -11,7 +11,7 @@ from atlas.analyse.equations.ops_nn import Attention, MHAOp
 from atlas.analyse.equations.ops_tensor import Heads, Reshape
 from atlas.analyse.equations.program import Program
 from atlas.analyse.equations.scalars import value_of
-from atlas.document.model import Fact
+from atlas.document import Fact
 
 
 def _site(node) -> tuple:

@@ -14,7 +14,7 @@ from atlas.analyse.equations.nodes import Num, Printer, SizeOf, Sym, kids, numbe
 from atlas.analyse.equations.ops_nn import Attention, Call, Loop, MHAOp
 from atlas.analyse.equations.ops_tensor import Heads, Item, MergeHeads, StopGradient
 from atlas.analyse.equations.program import Program
-from atlas.document.model import Equations, EquationStatus, MathSymbol, Step
+from atlas.document import Equations, EquationStatus, MathSymbol, Step
 from atlas.extract.trace.call_shapes import dim
 from atlas.i18n import msg
 

@@ -34,7 +34,7 @@ from atlas.analyse.equations.ops_nn import Apply
 from atlas.analyse.equations.ops_tensor import Cast
 from atlas.analyse.equations.program import Program
 from atlas.analyse.equations.recorded import bound_arguments, shape_symbols, unbacked
-from atlas.document.model import Verification
+from atlas.document import Verification
 from atlas.errors import where
 from atlas.extract.trace.structures import Call, Size, refs
 from atlas.i18n import msg

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from atlas.analyse.equations import leaves
-from atlas.document.model import Claim, Component, Excerpt, ModelDoc, Source, calculation
+from atlas.document import Claim, Component, Excerpt, ModelDoc, Source, calculation
 from atlas.extract.source_spans import SourceFiles
 from atlas.i18n import lowered, msg, msgn
 
@@ -367,7 +367,7 @@ def _mlp_multiplier(doc: ModelDoc, comp: Component) -> int | None:
         child = doc.component(cid)
         if not any(w in child.id.rsplit(".", 1)[-1].lower() for w in ("mlp", "ffn", "feed_forward", "feedforward")):
             continue
-        for d in _descendants(doc, child):
+        for d in doc.descendants(child):
             row = next((r for r in d.rows if r.name == "weight" and len(r.factors) == 2), None)
             if d.cls == "torch.nn.modules.linear.Linear" and row is not None:
                 fan_in, fan_out = row.factors
@@ -406,8 +406,8 @@ def explanation(doc: ModelDoc, comp: Component) -> tuple[str, ...]:
     if e is None or not e.steps or not comp.children:
         return ()
     children = [doc.component(c) for c in comp.children]
-    norms = [c for c in children if _is_norm(c)]
-    inner = [c for c in children if not _is_norm(c) and any(_is_norm(d) for d in _descendants(doc, c))]
+    norms = [c for c in children if c.is_normalization]
+    inner = [c for c in children if not c.is_normalization and any(d.is_normalization for d in doc.descendants(c))]
     if norms:
         facts.append(msg("It normalizes with its own %(norms)s.", norms=tuple(c.name for c in norms)))
     elif inner:
@@ -430,17 +430,6 @@ def explanation(doc: ModelDoc, comp: Component) -> tuple[str, ...]:
     return tuple(facts)
 
 
-def _is_norm(comp: Component) -> bool:
-    """A torch.nn normalization, or a leaf whose equations divide by a norm or a standard deviation."""
-    torch_norm = comp.cls.startswith(("torch.nn.modules.normalization.", "torch.nn.modules.batchnorm."))
-    return torch_norm or (not comp.children and comp.equations is not None and comp.equations.normalizes)
-
-
-def _descendants(doc: ModelDoc, comp: Component):
-    for cid in comp.children:
-        child = doc.component(cid)
-        yield child
-        yield from _descendants(doc, child)
 
 
 def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> ModelDoc:

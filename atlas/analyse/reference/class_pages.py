@@ -23,7 +23,7 @@ from torch import nn
 
 from atlas import i18n
 from atlas.analyse.reference.class_uses import Use
-from atlas.document.model import DimNames, Equations, EquationStatus, Shapes
+from atlas.document import DimNames, Equations, EquationStatus, Shapes
 from atlas.i18n import Text
 from atlas.resources import REFERENCE_DATA
 

@@ -7,7 +7,7 @@ component tree folds away) and each ModelDoc's verified equations:
 - an attention is a component whose verified equations split heads (the `heads` fact) and none of whose
   descendants does; its variant follows from the `kv_heads` fact: as many key/value heads as query heads is
   multi-head attention, one is multi-query, any number between is grouped-query;
-- a normalization is what provenance's `_is_norm` says is one; its form is the `norm` fact (layer, RMS, L2).
+- a normalization is what `Component.is_normalization` says is one; its form is the `norm` fact (layer, RMS, L2).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from atlas.document.model import ModelDoc
+from atlas.document import ModelDoc
 from atlas.i18n import Text, msg
 
 
@@ -107,12 +107,6 @@ def _owner(path: str, at: dict):
     return None, None
 
 
-def _descendants(doc: ModelDoc, comp):
-    for cid in comp.children:
-        child = doc.component(cid)
-        yield child
-        yield from _descendants(doc, child)
-
 
 def _facts(comp) -> dict:
     e = comp.equations
@@ -139,15 +133,14 @@ NORMS = {
 
 def kinds(docs: list[ModelDoc]) -> list[Kind]:
     """Attention variants, then forms of normalization; members in model order then tree order."""
-    from atlas.analyse.provenance.claims import _is_norm
     groups: dict[str, tuple[Text, Text, list[Member]]] = {}
     for doc in docs:
         for comp in doc.components:
             facts = _facts(comp)
-            if "heads" in facts and not any("heads" in _facts(d) for d in _descendants(doc, comp)):
+            if "heads" in facts and not any("heads" in _facts(d) for d in doc.descendants(comp)):
                 key, title, text, detail = _attention(facts)
                 groups.setdefault(key, (title, text, []))[2].append(_member(doc, comp, detail))
-            elif _is_norm(comp) and not comp.children:
+            elif comp.is_normalization and not comp.children:
                 form = facts.get("norm")
                 title, text = NORMS.get(form, NORMS[None])
                 groups.setdefault(f"norm/{form or 'other'}", (title, text, []))[2].append(_member(doc, comp, None))

@@ -14,8 +14,8 @@ from itertools import combinations, combinations_with_replacement
 
 import sympy
 
+from atlas.document import Dim
 from atlas.document import input_specs as inputs_mod
-from atlas.document.model import Dim
 from atlas.extract.trace import call_shapes as trace_shapes
 
 MAX_PATCH = 64          # the patch sizes tried, 2 to 64

@@ -11,8 +11,8 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 
+from atlas.document import ModelDoc, TensorShape
 from atlas.document import input_specs as inputs_mod
-from atlas.document.model import ModelDoc, TensorShape
 from atlas.errors import where
 from atlas.extract.probes.dim_fitting import fit
 from atlas.extract.probes.probe_sizes import PROBE_VALUES, check_sizes

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from torch import nn
 
+from atlas.document import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.document import input_specs as inputs_mod
-from atlas.document.model import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.errors import where
 from atlas.extract.method_uses import not_called_reason
 from atlas.extract.probes.probe_runs import checked_runs, cpu_copy, meta_runs, run_probes, shape_of

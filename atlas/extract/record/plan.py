@@ -19,9 +19,8 @@ import sympy
 import torch
 from torch import nn
 
-from atlas.document import expressions
+from atlas.document import DimNames, ModelDoc, Shapes, ShapeStatus, expressions
 from atlas.document import input_specs as inputs_mod
-from atlas.document.model import DimNames, ModelDoc, Shapes, ShapeStatus
 from atlas.errors import AtlasError
 from atlas.extract.trace import branch_sizes, entry_kinds
 from atlas.extract.trace import call_shapes as trace_shapes

@@ -7,8 +7,8 @@ import inspect
 import sympy
 from torch import nn
 
+from atlas.document import Dim, Shapes, ShapeStatus, TensorShape
 from atlas.document.input_specs import DATA_DECIDED, Vocabulary
-from atlas.document.model import Dim, Shapes, ShapeStatus, TensorShape
 from atlas.extract.trace.branch_sizes import on_branch
 from atlas.extract.trace.structures import Call, Ref, Trace
 
