@@ -313,7 +313,7 @@ def test_a_twice_registered_entry_the_record_skipped_takes_the_call_it_repeats(c
 def test_a_verified_error_is_reported_in_decades_of_the_tolerance():
     """A page says the smallest of tolerance/1000, /100, /10 and the tolerance that the error is within: a float32
     rotary table's 2.7e-07 under float32's 2e-04 reads "within 2e-06", not "within 2e-04"."""
-    from atlas.analyse.equations.verify import reported_bound
+    from atlas.analyse.equations.tolerances import reported_bound
     assert reported_bound(2.7e-7, 2e-4) == 2e-6
     assert reported_bound(1.4e-7, 2e-4) == 2e-7
     assert reported_bound(3e-5, 2e-4) == 2e-4

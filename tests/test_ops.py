@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from atlas.analyse.equations import leaves, recurrent
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations import ops_nn as n
+from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.nodes import Evaluator, Node, Num, Printer, SizeOf, Sym
 from atlas.analyse.equations.scalars import DtypeLimit, Eps, Pi
@@ -69,13 +70,13 @@ CASES = {
     # finfo(x.dtype).min of a float32 record runs as the check's dtype's own (float64 here), as forward() does
     "DtypeLimit": (m.Where(Sym("mask"), a, DtypeLimit(torch.finfo(torch.float32).min, limit="min", dtype="float32")),
                    torch.where(A > 0, A, torch.finfo(torch.float64).min), r"\operatorname{lowest}\!\left(\mathrm{float32}"),
-    "Mean": (m.Mean(a, SizeOf(4), dim=-1, keepdim=True), A.mean(-1, keepdim=True), r"\frac{1}{4}\sum_{j=1}^{4}"),
-    "Sum": (m.Sum(a, SizeOf(4), dim=-1), A.sum(-1), r"\sum_{j=1}^{4}"),
-    "Norm2": (m.Norm2(a, dim=-1, keepdim=True), A.norm(dim=-1, keepdim=True), r"\rVert_2"),
-    "Var": (m.Var(a, SizeOf(4), dim=-1, correction=0), A.var(-1, correction=0), r"\operatorname{Var}_{4}"),
-    "AMax": (m.AMax(a, dim=-1), A.amax(-1), r"\max_{j}"),
-    "Softmax": (m.Softmax(a, SizeOf(4), dim=-1), A.softmax(-1), r"\sum_{u=1}^{4}"),
-    "LogSoftmax": (m.LogSoftmax(a, SizeOf(4), dim=-1), A.log_softmax(-1), r"\log\operatorname{softmax}"),
+    "Mean": (red.Mean(a, SizeOf(4), dim=-1, keepdim=True), A.mean(-1, keepdim=True), r"\frac{1}{4}\sum_{j=1}^{4}"),
+    "Sum": (red.Sum(a, SizeOf(4), dim=-1), A.sum(-1), r"\sum_{j=1}^{4}"),
+    "Norm2": (red.Norm2(a, dim=-1, keepdim=True), A.norm(dim=-1, keepdim=True), r"\rVert_2"),
+    "Var": (red.Var(a, SizeOf(4), dim=-1, correction=0), A.var(-1, correction=0), r"\operatorname{Var}_{4}"),
+    "AMax": (red.AMax(a, dim=-1), A.amax(-1), r"\max_{j}"),
+    "Softmax": (red.Softmax(a, SizeOf(4), dim=-1), A.softmax(-1), r"\sum_{u=1}^{4}"),
+    "LogSoftmax": (red.LogSoftmax(a, SizeOf(4), dim=-1), A.log_softmax(-1), r"\log\operatorname{softmax}"),
     "MatMul": (t.MatMul(a, w), A @ W, r"\,"),
     "Transpose": (t.Transpose(a, d0=0, d1=1, ndim=3), A.transpose(0, 1), r"\operatorname{transpose}_{0,1}"),
     "Permute": (t.Permute(a, dims=(2, 0, 1)), A.permute(2, 0, 1), r"\operatorname{permute}_{(2,0,1)}"),
@@ -176,7 +177,7 @@ def test_settings_change_the_print():
     assert pr(t.Transpose(a, d0=0, d1=2, ndim=3)) != pr(t.Transpose(a, d0=0, d1=1, ndim=3))
     assert pr(t.Cast(a, dtype="bfloat16")) != pr(t.Cast(a, dtype="float16"))
     assert pr(n.Dropout(a, Num(0.3))) != pr(n.Dropout(a, Num(0.1)))
-    assert pr(m.Softmax(a, SizeOf(4), dim=-1)) != pr(m.Softmax(a, SizeOf(8), dim=-1))
+    assert pr(red.Softmax(a, SizeOf(4), dim=-1)) != pr(red.Softmax(a, SizeOf(8), dim=-1))
     causal = n.Attention(Sym("q"), Sym("k"), Sym("v"), None, causal=True, scale=None, groups=1, head=4)
     assert r"\atlasref{c.causal}" in pr(causal)
     gqa = n.Attention(Sym("q"), Sym("k1"), Sym("v1"), None, causal=False, scale=None, groups=2, head=4)

@@ -221,11 +221,11 @@ def test_name_and_version_from_the_metadata_header_are_the_parsers():
     parser behind importlib.metadata reads from the whole file."""
     import importlib.metadata
 
-    from atlas.analyse.provenance.claims import _field
+    from atlas.load.source_revision import metadata_field
     dists = list(importlib.metadata.distributions())
     assert len(dists) > 50
     for dist in dists:
-        assert (_field(dist, "Name"), _field(dist, "Version")) == (dist.metadata["Name"], dist.metadata["Version"])
+        assert (metadata_field(dist, "Name"), metadata_field(dist, "Version")) == (dist.metadata["Name"], dist.metadata["Version"])
 
 
 def test_a_claim_on_an_inherited_init_names_that_file_at_its_revision():

@@ -156,7 +156,7 @@ def test_a_table_the_code_caches_per_length_runs_on_symbolic_sizes(capsys):
 def test_buffers_a_constructor_computes_keep_their_values_on_the_meta_device():
     """Built on the meta device, the buffers have no values; the CPU copies that check the equations and run the
     fallback probes get the ones the constructor computed (zeros broke EnCodec: a conv padded by 0, "too small")."""
-    from atlas.analyse.equations.verify import materialize
+    from atlas.analyse.equations.materialize import materialize
     from atlas.load import buffer_values
     model = load(f"{SPEC}:sizes_in_buffers").model
     assert model.padding_total.device.type == "meta"
@@ -261,10 +261,10 @@ def test_the_buffer_watch_never_fails_the_factory():
 
 
 def test_nan_only_where_forward_gives_it():
-    from atlas.analyse.equations.verify import _nan_only_in
+    from atlas.analyse.equations.tolerances import nan_only_in
     nan = float("nan")
-    assert _nan_only_in([torch.tensor([nan, 1.0, nan])], [torch.tensor([0.5, 1.0, nan])]) == (1, 3)
-    assert _nan_only_in([torch.tensor([1.0]), torch.tensor([3])], [torch.tensor([nan]), torch.tensor([3])]) is None
+    assert nan_only_in([torch.tensor([nan, 1.0, nan])], [torch.tensor([0.5, 1.0, nan])]) == (1, 3)
+    assert nan_only_in([torch.tensor([1.0]), torch.tensor([3])], [torch.tensor([nan]), torch.tensor([3])]) is None
 
 
 def test_writes_through_views_reach_the_base(capsys):

@@ -68,7 +68,7 @@ def sources(model, spec_file: str | None) -> list[str]:
 
 
 def _source_entry(file: str, repo_url: str | None) -> dict:
-    from atlas.analyse.provenance.claims import locate
+    from atlas.load.source_revision import locate
     src = locate(file, repo_url)
     return {"file": src.file, "revision": src.revision, "dirty": src.dirty, "sha256": _sha(Path(file).read_bytes())}
 

@@ -4,7 +4,7 @@ another projection multiplied by it makes it gated."""
 
 from __future__ import annotations
 
-from atlas.analyse.architecture.stacks import _outside_attention
+from atlas.analyse.architecture.stacks import outside_attention
 from atlas.document import Component, ModelDoc, Trait
 from atlas.extract.trace.position_tables import LAYOUT, chain, through
 from atlas.extract.trace.structures import Call, OpEvent, short_name, upstream
@@ -73,7 +73,7 @@ def activation_kinds(doc: ModelDoc, root: Call | None, stacks: list[Component]) 
     if root is None:
         return []
     by_path = doc.paths
-    block_ids = {c.id for s in stacks for c in _outside_attention(doc, s)} | {s.id for s in stacks}
+    block_ids = {c.id for s in stacks for c in outside_attention(doc, s)} | {s.id for s in stacks}
     calls = [c for c in root.calls() if by_path.get(c.path) in block_ids]
     events = [e for c in calls for e in c.events if isinstance(e, OpEvent)]
     multiplied = [([r.value for r in _refs(e.args)], _outs(e)) for e in events

@@ -95,7 +95,7 @@ def stream_width(comp: Component) -> int | None:
     return dims[-1].value if dims and dims[-1].value is not None else None
 
 
-def _outside_attention(doc: ModelDoc, stack: Component):
+def outside_attention(doc: ModelDoc, stack: Component):
     """The stack's descendants not inside a component that mixes positions: an attention, or a state-space mixer
     (Mamba's in_proj, depthwise conv over time, out_proj: its inner width is no FFN's)."""
     skip: set[str] = set()
@@ -122,7 +122,7 @@ def ffn_widths(doc: ModelDoc, stack: Component, width: int | None) -> tuple[list
     tie: a fused gate-and-up projection is twice as wide as the down projection, GPT-OSS's experts' [width,
     2 × width] beside their square down projection), and the experts' count."""
     dims, experts, squares = [], [], []
-    for comp in _outside_attention(doc, stack):
+    for comp in outside_attention(doc, stack):
         for row in comp.rows:
             if len(row.shape) == 3 and width in row.shape[1:] and min(row.shape) > 1:   # a matrix per expert
                 experts.append(Trait(row.shape[0], comp.id))

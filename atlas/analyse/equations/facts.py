@@ -5,6 +5,7 @@ computes with it."""
 from __future__ import annotations
 
 from atlas.analyse.equations import ops_math as m
+from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations.lower_tensor import splits_last
 from atlas.analyse.equations.nodes import Node, Num, Sym
 from atlas.analyse.equations.ops_nn import Attention, MHAOp
@@ -30,7 +31,7 @@ def facts(prog: Program) -> tuple[Fact, ...]:
 
     out: list[Fact] = []
     # a softmax over scores, or an attention kernel: the program attends (a fused split is read only there)
-    weighs = any(isinstance(n, (m.Softmax, Attention, MHAOp)) for step in prog.steps for n in step.node.distinct())
+    weighs = any(isinstance(n, (red.Softmax, Attention, MHAOp)) for step in prog.steps for n in step.node.distinct())
     heads: dict = {}
     kernel: dict = {}       # the same, read off the attention kernel: where the model's own code shows no split
     for step in prog.steps:
@@ -133,7 +134,7 @@ def _softcap(node, resolve):
 def _normalizes(node, resolve) -> bool:
     for n in node.walk():
         n = resolve(n)
-        if isinstance(n, (m.Norm2, m.Rsqrt)) or (isinstance(n, m.Div) and isinstance(n.args[1], (m.Sqrt, m.Max))):
+        if isinstance(n, (red.Norm2, m.Rsqrt)) or (isinstance(n, m.Div) and isinstance(n.args[1], (m.Sqrt, m.Max))):
             return True
     return False
 
@@ -149,10 +150,10 @@ def _norm_form(prog: Program, resolve):
     its variance, "rms" divides by the square root of a mean of squares without centring, "l2" by a 2-norm."""
     for step in prog.steps:
         for node in step.node.walk():
-            if isinstance(node, m.Div) and isinstance(resolve(node.args[0]), m.Norm2) \
+            if isinstance(node, m.Div) and isinstance(resolve(node.args[0]), red.Norm2) \
                     and _root_of_size(resolve(node.args[0]), node.args[1], prog, resolve):
                 return "rms", node          # ‖x‖₂ / √d: the root mean square of d features
-            if isinstance(node, m.Norm2):
+            if isinstance(node, red.Norm2):
                 return "l2", node
             if isinstance(node, (m.Sqrt, m.Rsqrt)):
                 form = _spread(node.args[0], resolve)
@@ -183,9 +184,9 @@ def _spread(node, resolve, depth=0):
     node = resolve(node)
     if depth > 6 or not hasattr(node, "args"):
         return None
-    if isinstance(node, m.Var):
+    if isinstance(node, red.Var):
         return "layer"
-    if isinstance(node, m.Mean):
+    if isinstance(node, red.Mean):
         inner = resolve(node.args[0])
         base = None
         if isinstance(inner, m.Pow) and value_of(inner.args[1]) == 2:
@@ -193,7 +194,7 @@ def _spread(node, resolve, depth=0):
         elif isinstance(inner, m.Mul) and inner.args[0] == inner.args[1]:
             base = resolve(inner.args[0])
         if base is not None:
-            centred = isinstance(base, m.Sub) and isinstance(resolve(base.args[1]), m.Mean)
+            centred = isinstance(base, m.Sub) and isinstance(resolve(base.args[1]), red.Mean)
             return "layer" if centred else "rms"
         return None
     for a in node.args:

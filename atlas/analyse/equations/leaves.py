@@ -17,6 +17,7 @@ from torch import nn
 
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations import ops_nn as n
+from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.nodes import ADD, Node, Num, SizeOf, Sym
 from atlas.analyse.equations.program import Program, Step
@@ -102,8 +103,8 @@ def layer_norm(b: LeafBuilder, x):
         raise Unsupported(msg("LayerNorm over %(n)s axes", n=len(mod.normalized_shape)))
     d = SizeOf(mod.normalized_shape[0])
     eps = b.const("eps", float(mod.eps))
-    mu, s1 = b.step("mu", m.Mean(x, d, dim=-1, keepdim=True), r"\mu_d({x})", x)
-    var, s2 = b.step("sigma2", m.Mean(m.Pow(m.Sub(x, mu), Num(2)), d, dim=-1, keepdim=True), r"\sigma_d^2({x})", x)
+    mu, s1 = b.step("mu", red.Mean(x, d, dim=-1, keepdim=True), r"\mu_d({x})", x)
+    var, s2 = b.step("sigma2", red.Mean(m.Pow(m.Sub(x, mu), Num(2)), d, dim=-1, keepdim=True), r"\sigma_d^2({x})", x)
     core = m.Div(m.Sub(x, mu), m.Sqrt(m.Add(var, eps)))
     summary = msg("Center and scale each position's features, then apply learned gain and bias.") \
         if mod.elementwise_affine and mod.bias is not None else (
@@ -118,7 +119,7 @@ def rms_norm(b: LeafBuilder, x):
         raise Unsupported(msg("RMSNorm over %(n)s axes", n=len(mod.normalized_shape)))
     d = SizeOf(mod.normalized_shape[0])
     eps = m.MachineEpsilon(x) if mod.eps is None else b.const("eps", float(mod.eps))
-    ms, s1 = b.step("ms", m.Mean(m.Pow(x, Num(2)), d, dim=-1, keepdim=True), r"\mathrm{ms}_d({x})", x)
+    ms, s1 = b.step("ms", red.Mean(m.Pow(x, Num(2)), d, dim=-1, keepdim=True), r"\mathrm{ms}_d({x})", x)
     core = m.Div(x, m.Sqrt(m.Add(ms, eps)))
     return Leaf(_affine(b, core), [s1], inline=False,
                 summary=msg("Scale each position's features by their root mean square, then apply a learned gain."))
@@ -168,7 +169,7 @@ def softmax(b: LeafBuilder, x, shape=None):
     if dim is None:
         raise Unsupported(msg("Softmax with dim=None"))
     size = SizeOf(shape[dim]) if shape else SizeOf(0)
-    return Leaf(m.Softmax(x, size, dim=dim),
+    return Leaf(red.Softmax(x, size, dim=dim),
                 summary=msg("Exponentiate and normalize along axis %(axis)s.", axis=str(dim)))
 
 

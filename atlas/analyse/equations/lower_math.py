@@ -7,6 +7,7 @@ Each function takes a `Lowering` (the call, its arguments by name) and returns a
 from __future__ import annotations
 
 from atlas.analyse.equations import ops_math as m
+from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.lowering_context import Lowering
 from atlas.analyse.equations.nodes import SizeOf
@@ -63,11 +64,11 @@ def _reduce(op):
         x_ref = L.need("input")
         dim = L.data(L.get("dim"))
         keep = bool(L.get("keepdim", False))
-        if op is m.AMax:
-            return m.AMax(L.operand(), dim=dim, keepdim=keep)
+        if op is red.AMax:
+            return red.AMax(L.operand(), dim=dim, keepdim=keep)
         if L.get("dtype") is not None:
             return L.generic()
-        return op(L.operand(), m.n_of(L.shape(x_ref), dim), dim=dim, keepdim=keep)
+        return op(L.operand(), red.n_of(L.shape(x_ref), dim), dim=dim, keepdim=keep)
     return lower
 
 
@@ -76,7 +77,7 @@ def _norm(L: Lowering):
     if p not in (2, 2.0, "fro") or L.get("dtype") is not None:
         return L.generic()
     dim = L.data(L.get("dim"))
-    return m.Norm2(L.operand(), dim=dim, keepdim=bool(L.get("keepdim", False)))
+    return red.Norm2(L.operand(), dim=dim, keepdim=bool(L.get("keepdim", False)))
 
 
 def _var(L: Lowering):
@@ -87,7 +88,7 @@ def _var(L: Lowering):
     correction = L.get("correction")
     if correction is None:
         correction = 1 if L.get("unbiased", True) else 0
-    return m.Var(L.operand(), m.n_of(L.shape(x_ref), dim), dim=dim, keepdim=bool(L.get("keepdim", False)),
+    return red.Var(L.operand(), red.n_of(L.shape(x_ref), dim), dim=dim, keepdim=bool(L.get("keepdim", False)),
                  correction=correction)
 
 
@@ -199,13 +200,13 @@ _register("erf", _unary(m.Erf))
 _register("abs __abs__", _unary(m.Abs))
 _register("sign", _unary(m.Sign))
 _register("floor", _unary(m.Floor))
-_register("mean", _reduce(m.Mean))
-_register("sum", _reduce(m.Sum))
-_register("amax", _reduce(m.AMax))
+_register("mean", _reduce(red.Mean))
+_register("sum", _reduce(red.Sum))
+_register("amax", _reduce(red.AMax))
 _register("var", _var)
 _register("norm vector_norm linalg_vector_norm", _norm)
-_register("softmax", _softmax(m.Softmax))
-_register("log_softmax", _softmax(m.LogSoftmax))
+_register("softmax", _softmax(red.Softmax))
+_register("log_softmax", _softmax(red.LogSoftmax))
 _register("matmul __matmul__ mm bmm", _matmul)
 _register("__rmatmul__", _rmatmul)
 _register("addmm baddbmm", _addmm)

@@ -11,6 +11,7 @@ import math
 
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations import ops_nn as n
+from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.lowering_context import Lowering
 from atlas.analyse.equations.nodes import Num, SizeOf
@@ -68,8 +69,8 @@ def _layer_norm(L: Lowering):
         eps = Eps(eps.value)
     x = L.operand()
     size = SizeOf(shape[0])
-    mu = m.Mean(x, size, dim=-1, keepdim=True, hint="mu")
-    var = m.Mean(m.Pow(m.Sub(x, mu), Num(2)), size, dim=-1, keepdim=True, hint="sigma2")
+    mu = red.Mean(x, size, dim=-1, keepdim=True, hint="mu")
+    var = red.Mean(m.Pow(m.Sub(x, mu), Num(2)), size, dim=-1, keepdim=True, hint="sigma2")
     out = m.Div(m.Sub(x, mu), m.Sqrt(m.Add(var, eps)))
     if L.has("weight"):
         out = m.Mul(L.operand("weight"), out)

@@ -1,14 +1,13 @@
-"""Elementwise arithmetic, activations and reductions, each written out so a check is independent of torch's kernels."""
+"""Elementwise arithmetic, comparisons and activations, each written out so a check is independent of torch's kernels."""
 
 from __future__ import annotations
 
 import math
 import re
 
-import sympy
 import torch
 
-from atlas.analyse.equations.nodes import ADD, ATOM, MUL, POW, Node, Num, SizeOf, Sym
+from atlas.analyse.equations.nodes import ADD, ATOM, MUL, POW, Node, Num
 
 _DIGIT_END, _DIGIT_START = re.compile(r"\d\}*$"), re.compile(r"\{*[\d.]")     # a product's factors as printed
 
@@ -279,134 +278,3 @@ class Where(Node):
         return torch.where(c, a, b)
 
 
-# -- reductions over axes ---------------------------------------------------------------------
-def _dims(dim):
-    if dim is None:
-        return None
-    return tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
-
-
-class Mean(Node):
-    """(1/n) Σ_j x_j over axes; n is the reduced size, read from the shapes."""
-
-    prec = ATOM
-
-    def tex(self, p):
-        x, n = self.args
-        return r"\frac{1}{" + p.print(n) + r"}\sum_{j=1}^{" + p.print(n) + "}" + _indexed(p, x)
-
-    def run(self, ev, x, n):
-        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
-        if dims is None:
-            return x.sum() / x.numel()
-        count = 1
-        for d in dims:
-            count *= x.shape[d]
-        return x.sum(dim=dims, keepdim=keep) / count
-
-
-class Sum(Node):
-    prec = ATOM
-
-    def tex(self, p):
-        x, n = self.args
-        return r"\sum_{j=1}^{" + p.print(n) + "}" + _indexed(p, x)
-
-    def run(self, ev, x, n):
-        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
-        return x.sum() if dims is None else x.sum(dim=dims, keepdim=keep)
-
-
-class Norm2(Node):
-    """‖x‖₂ over an axis."""
-
-    prec = ATOM
-
-    def tex(self, p):
-        return r"\lVert " + p.print(self.args[0]) + r"\rVert_2"
-
-    def run(self, ev, x):
-        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
-        return torch.sqrt((x * x).sum(dim=dims, keepdim=keep))
-
-
-class Var(Node):
-    """The variance over an axis, with the code's correction (0: population)."""
-
-    prec = ATOM
-
-    def tex(self, p):
-        x, n = self.args
-        return r"\operatorname{Var}_{" + p.print(n) + r"}\!\left(" + p.print(x) + r"\right)"
-
-    def run(self, ev, x, n):
-        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
-        mu = x.mean(dim=dims, keepdim=True)
-        count = 1
-        for d in dims:
-            count *= x.shape[d]
-        return ((x - mu) ** 2).sum(dim=dims, keepdim=keep) / (count - self.meta.get("correction", 1))
-
-
-class AMax(Node):
-    prec = ATOM
-
-    def tex(self, p):
-        return r"\max_{j}" + _indexed(p, self.args[0])
-
-    def run(self, ev, x):
-        dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
-        return x.amax() if dims is None else x.amax(dim=dims, keepdim=keep)
-
-
-class Softmax(Node):
-    """exp(x_s) / Σ_u exp(x_u) over one axis; n, the axis's size, is printed from the shapes (2T keys)."""
-
-    prec = ATOM
-
-    def tex(self, p):
-        x, n = self.args
-        if not isinstance(x, Sym):
-            return r"\operatorname{softmax}\!\big(" + p.print(x) + r"\big)"
-        inner = p.base(x)
-        return (r"\frac{\exp " + inner + r"_{t,s}}{\sum_{u=1}^{" + p.print(n) + r"}\exp " + inner + r"_{t,u}}")
-
-    def run(self, ev, x, n):
-        d = self.meta["dim"]
-        e = torch.exp(x - x.amax(dim=d, keepdim=True))
-        return e / e.sum(dim=d, keepdim=True)
-
-
-class LogSoftmax(Node):
-    prec = ATOM
-
-    def tex(self, p):
-        x, n = self.args
-        return r"\log\operatorname{softmax}\!\big(" + p.print(x) + r"\big)"
-
-    def run(self, ev, x, n):
-        d = self.meta["dim"]
-        m = x.amax(dim=d, keepdim=True)
-        return x - m - torch.log(torch.exp(x - m).sum(dim=d, keepdim=True))
-
-
-def _indexed(p, x) -> str:
-    """x_j, x_j^2 or (x_j - μ)^2: the summand of a sum over features."""
-    if isinstance(x, Pow) and isinstance(x.args[0], Sub):
-        a, b = x.args[0].args
-        return r"\left(" + p.base(a) + "_j-" + p.wrap(b, MUL) + r"\right)^{" + p.print(x.args[1]) + "}"
-    if isinstance(x, Pow):
-        return p.base(x.args[0]) + "_j^{" + p.print(x.args[1]) + "}"
-    return p.base(x) + "_j"
-
-
-def n_of(shape, dim) -> SizeOf:
-    """The size of the reduced axes, all of them without a dim, for printing: `768`, `T`, `2T`, `16B`."""
-    if shape is None:
-        return SizeOf(sympy.Symbol("n"))
-    dims = _dims(dim)
-    dims = range(len(shape)) if dims is None else dims
-    size = 1
-    for d in dims:
-        size = size * shape[d]
-    return SizeOf(size)

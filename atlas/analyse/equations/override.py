@@ -17,6 +17,7 @@ from sympy.parsing.sympy_parser import parse_expr
 from torch import nn
 
 from atlas.analyse.equations import ops_math as m
+from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.leaves import Unsupported
 from atlas.analyse.equations.nodes import Num, SizeOf, Sym
@@ -58,11 +59,11 @@ def _node(e, names: dict, shapes: dict):
         return m.Pow(*args)
     name = type(e).__name__
     if name == "norm":
-        return m.Norm2(args[0], dim=-1, keepdim=True)
+        return red.Norm2(args[0], dim=-1, keepdim=True)
     if name == "mean":
-        return m.Mean(args[0], SizeOf(sympy.Symbol("n")), dim=-1, keepdim=True)
+        return red.Mean(args[0], SizeOf(sympy.Symbol("n")), dim=-1, keepdim=True)
     if name == "softmax":
-        return m.Softmax(args[0], SizeOf(sympy.Symbol("n")), dim=-1)
+        return red.Softmax(args[0], SizeOf(sympy.Symbol("n")), dim=-1)
     simple = {"Max": m.Max, "Min": m.Min, "sqrt": m.Sqrt, "tanh": m.Tanh, "exp": m.Exp, "erf": m.Erf,
               "Phi": m.Phi, "sigmoid": m.Sigmoid, "matmul": t.MatMul}
     if name in simple:

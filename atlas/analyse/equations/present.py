@@ -9,6 +9,7 @@ from __future__ import annotations
 import sympy
 
 from atlas.analyse.equations import ops_math as m
+from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations.facts import facts
 from atlas.analyse.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
 from atlas.analyse.equations.ops_nn import Attention, Call, Loop, MHAOp
@@ -143,14 +144,14 @@ def _runs_a_child(node, base: str, by_key: dict) -> bool:
 
 def normalizes(prog: Program) -> bool:
     """Whether the steps divide by a 2-norm, or by the square root of a mean (a variance, a mean square)."""
-    means = {s.key for s in prog.steps if isinstance(s.node, (m.Mean, m.Var))}
+    means = {s.key for s in prog.steps if isinstance(s.node, (red.Mean, red.Var))}
     for step in prog.steps:
         for node in step.node.walk():
-            if isinstance(node, m.Norm2) or getattr(node, "normalizes", False):     # a fused norm's own node
+            if isinstance(node, red.Norm2) or getattr(node, "normalizes", False):     # a fused norm's own node
                 return True
             if isinstance(node, (m.Sqrt, m.Rsqrt)):
                 inner = list(node.args[0].walk()) if hasattr(node.args[0], "walk") else []
-                if any(isinstance(n, (m.Mean, m.Var)) or (isinstance(n, Sym) and n.key in means) for n in inner):
+                if any(isinstance(n, (red.Mean, red.Var)) or (isinstance(n, Sym) and n.key in means) for n in inner):
                     return True
     return False
 
@@ -162,7 +163,7 @@ def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations
     for step in prog.steps:
         if isinstance(step.node, Loop):
             tex = _loop_tex(p, prog, step.key, step.node)
-        elif isinstance(step.node, m.Softmax) and isinstance(step.node.args[0], Sym) and step.lhs is None:
+        elif isinstance(step.node, red.Softmax) and isinstance(step.node.args[0], Sym) and step.lhs is None:
             tex = f"{{{_ref(step.key)}}}_{{t,s}} = {p.print(step.node)}"       # A_{t,s} = exp F_{t,s} / Σ_u ...
         else:
             tex = f"{step.lhs or _ref(step.key)} = {p.print(step.node)}"

@@ -23,130 +23,29 @@ import re
 from dataclasses import replace
 from typing import NamedTuple
 
-import sympy
 import torch
 from torch import nn
 
 from atlas.analyse.equations.check_inputs import CheckInputs, copies
+from atlas.analyse.equations.check_memory import check_sizes, largest_tensor
 from atlas.analyse.equations.data_reads import DataReads
+from atlas.analyse.equations.materialize import materialize
 from atlas.analyse.equations.nodes import DataDependentSize
-from atlas.analyse.equations.ops_nn import Apply
-from atlas.analyse.equations.ops_tensor import Cast
 from atlas.analyse.equations.program import Program
-from atlas.analyse.equations.recorded import bound_arguments, shape_symbols, unbacked
+from atlas.analyse.equations.recorded import bound_arguments
+from atlas.analyse.equations.tolerances import (
+    TOLERANCE,
+    flat,
+    nan_only_in,
+    relative_error,
+    reported_bound,
+    tolerance_for,
+)
 from atlas.document import Verification
 from atlas.errors import where
-from atlas.extract.trace.structures import Call, Size, refs
+from atlas.extract.trace.structures import Call
 from atlas.i18n import msg
-from atlas.load import buffer_values, code_caches
-from atlas.load.module_copy import deep_copy
-from atlas.load.nested import leaves
-
-TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
-LOW = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-def _retie(original: nn.Module, copy_: nn.Module) -> None:
-    """Tensors the original shares between places (a tied embedding) are one tensor in the copy too:
-    moving from the meta device makes a new tensor per place."""
-    for listing, store in ((original.named_parameters, "_parameters"), (original.named_buffers, "_buffers")):
-        first: dict[int, str] = {}
-        for name, t in listing(remove_duplicate=False):
-            if id(t) not in first:
-                first[id(t)] = name
-                continue
-            owner, _, attr = name.rpartition(".")
-            src_owner, _, src_attr = first[id(t)].rpartition(".")
-            src = getattr(copy_.get_submodule(src_owner) if src_owner else copy_, store)[src_attr]
-            getattr(copy_.get_submodule(owner) if owner else copy_, store)[attr] = src
-
-
-_POOL_SIZE = 1_048_583                  # a prime: rows of any width start at different places in the pool
-
-
-def _pool(seed: int) -> torch.Tensor:
-    """One block of seeded uniform values in [-1, 1); every parameter of a checked copy is cut from it."""
-    cached = _POOLS.get(seed)
-    if cached is None:
-        gen = torch.Generator().manual_seed(seed)
-        cached = _POOLS[seed] = torch.rand(_POOL_SIZE, generator=gen, dtype=torch.float64) * 2 - 1
-    return cached
-
-
-_POOLS: dict = {}
-
-
-def _fill(t: torch.Tensor, pool: torch.Tensor, offset: int) -> None:
-    """Copy values from the pool into a tensor (cheaper than drawing random numbers for every element)."""
-    flat = t.view(-1)
-    n, start = flat.numel(), offset % _POOL_SIZE
-    done = 0
-    while done < n:
-        take = min(n - done, _POOL_SIZE - start)
-        flat[done:done + take].copy_(pool[start:start + take])
-        done += take
-        start = 0
-
-
-def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
-    """A CPU copy of one instance with values cut from a seeded pool, not drawn by each layer's own init:
-    matrices uniform with variance 1/fan_in (as informative as normal), gains and biases near one."""
-    inst = deep_copy(module, values=False)
-    inst.to(dtype) if any(t.device.type == "meta" for t in inst.parameters()) else None   # free on the meta device
-    inst = inst.to_empty(device="cpu")
-    _retie(module, inst)
-    pool = _pool(seed)
-    offset = 0
-    known = buffer_values.known(module)
-    with torch.no_grad():
-        for name, t in inst.named_buffers():        # integer and boolean buffers: the model's values where known
-            if not t.is_floating_point() and not t.is_complex():
-                t.copy_(known[name]) if name in known else t.zero_()
-        for t in list(inst.parameters()) + list(inst.buffers()):
-            if t.is_floating_point():
-                _fill(t, pool, offset)
-                if t.dim() >= 2:
-                    t.mul_(math.sqrt(3.0 / max(1, t.shape[-1])))
-                else:                   # gains, biases, statistics: near one, never zero, never negative
-                    t.mul_(0.2).add_(1.0)
-                offset += 7919 * (t.numel() % 104_729 + 1)
-            elif isinstance(t, nn.Parameter):
-                t.zero_()
-    inst = inst.to(dtype)
-    inst.eval()         # as a statement: a module may override train() without returning itself (LeViT's attention)
-    return inst
-
-
-def flat(x) -> list:
-    """Tensors of a result in a fixed order: tuples and lists in order, dicts by their values."""
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (tuple, list)):
-        return [t for i in x for t in flat(i)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in flat(v)]
-    return []
-
-
-def tolerance_for(prog: Program, dtype: torch.dtype, working: str = "float32") -> float:
-    """The working precision's tolerance, or a lower precision's where the code casts down to it
-    (a cast to float32 that changed nothing in the record still runs in float32 when checked in float64)."""
-    low = None
-    retried = {working} if working != "float32" else set()     # a record made in bfloat16 to get through a kernel
-    for name in prog.dtypes - retried:
-        if name in LOW and (low is None or TOLERANCE[LOW[name]] > TOLERANCE[low]):
-            low = LOW[name]
-    for step in prog.steps:
-        for node in step.node.walk():
-            name = node.meta.get("dtype") if isinstance(node, Cast) else None
-            if isinstance(node, Apply):
-                d = node.args[1].get("dtype") if isinstance(node.args[1], dict) else None
-                name = str(d).removeprefix("torch.") if d is not None else None
-            if name in LOW and name not in retried and (low is None or TOLERANCE[LOW[name]] > TOLERANCE[low]):
-                low = LOW[name]
-    if low is not None and TOLERANCE[low] > TOLERANCE[dtype]:
-        return TOLERANCE[low]
-    return TOLERANCE[dtype]
+from atlas.load import code_caches
 
 
 def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_bytes: int,
@@ -334,12 +233,12 @@ def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working:
             return Verification(False, tolerance=tol, dtype=dname, max_error=math.inf,
                                 reason=msg("the equations give shape %(got)s, forward() gives %(expected)s",
                                            got=str(shape), expected=str(tuple(e.shape))))
-        worst = max(worst, _error(e, a))
+        worst = max(worst, relative_error(e, a))
     floats = [e for e in expected if (e.is_floating_point() or e.is_complex()) and e.numel()]
     if floats and not any(bool(torch.isfinite(e).any()) for e in floats):     # NaN on both sides proves nothing
         total = sum(e.numel() for e in floats)
         return math.inf, (total, total)
-    return worst, _nan_only_in(expected, got)
+    return worst, nan_only_in(expected, got)
 
 
 def _dtype_name(run: _Run) -> str:
@@ -370,7 +269,7 @@ def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verifica
         return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname, note=note)
     again = forward(remake_floats=run.made.remake_floats).out
     if again is not None and (len(again) != len(run.out) or any(
-            not isinstance(a, torch.Tensor) or a.shape != e.shape or _error(e, a) > tol for e, a in zip(run.out, again))):
+            not isinstance(a, torch.Tensor) or a.shape != e.shape or relative_error(e, a) > tol for e, a in zip(run.out, again))):
         return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(   # BigBird's random blocks
             "not compared: forward() gives different outputs on the same inputs and weights (it draws random numbers "
             "torch's seed does not fix)"))
@@ -387,92 +286,3 @@ def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verifica
                                    error=error, tolerance=tolerance))
 
 
-def largest_tensor(call: Call, sizes: dict) -> tuple[int, tuple]:
-    """(elements, shape) of the largest tensor the call took, made or returned in the record, at `sizes`: what a
-    forward() at those sizes holds at least beside the instance's weights (a float64 check of eager attention at
-    T = 8192 made 6 GB score tensors, several at once). A size the record leaves symbolic and `sizes` does not
-    give is left out."""
-    best: tuple[int, tuple] = (0, ())
-    seen: set = set()
-    pending = [call]
-    while pending:
-        c = pending.pop()
-        values = [r.value for r in refs((c.args, c.kwargs, c.out))]
-        for ev in c.events:
-            if isinstance(ev, Call):
-                if not ev.skipped:      # a repeated entry not run has its first entry's shapes, looked at there
-                    pending.append(ev)
-            else:
-                values += [r.value for r in refs(ev.out)]
-        for v in values:
-            if v.shape is None or id(v) in seen or v.kind in ("param", "buffer") or _a_view(v.obj):
-                continue            # the weights are counted apart; a view (a weight's transpose) takes no memory
-            seen.add(id(v))
-            dims = [_at(d, sizes) for d in v.shape]
-            if None not in dims and math.prod(dims) > best[0]:
-                best = (math.prod(dims), tuple(dims))
-    return best
-
-
-def _a_view(obj) -> bool:
-    try:
-        return isinstance(obj, torch.Tensor) and obj._is_view()
-    except RuntimeError:
-        return False
-
-
-def _at(dim, sizes: dict) -> int | None:
-    if isinstance(dim, int):
-        return dim
-    try:
-        value = dim.xreplace({s: sympy.Integer(sizes[s.name]) for s in dim.free_symbols if s.name in sizes})
-        return int(value) if value.is_number else None
-    except (AttributeError, TypeError, ValueError):
-        return None
-
-
-def check_sizes(call: Call, sizes: dict, assumed: dict) -> dict:
-    """The record's sizes, and the assumed value of each data-dependent size in the call's input shapes (a
-    block of u0 routed tokens) or numbers (Longformer's flag u0 = 1, any global attention?): the check makes its
-    inputs at the sizes, and takes the path, the record had."""
-    values = [r.value for r in refs((call.args, call.kwargs))]
-    numbers = [v.expr for v in values if v.shape is None] + [s.expr for s in leaves((call.args, call.kwargs), Size)]
-    given = {str(s) for s in shape_symbols(values).union(*(getattr(e, "free_symbols", set()) for e in numbers))
-             if unbacked(s)}
-    return {**sizes, **{k: v for k, v in assumed.items() if k in given}}
-
-
-def _nan_only_in(expected: list, got: list) -> tuple[int, int] | None:
-    """(NaN values in forward()'s outputs where the equations' are numbers, values in all), or None if none."""
-    nan = total = 0
-    for e, a in zip(expected, got):
-        if isinstance(e, torch.Tensor) and (e.is_floating_point() or e.is_complex()):
-            nan += int((torch.isnan(e) & ~torch.isnan(a.to(e.dtype))).sum())
-            total += e.numel()
-    return (nan, total) if nan else None
-
-
-def _error(e: torch.Tensor, a: torch.Tensor) -> float:
-    if e.numel() == 0:
-        return 0.0
-    if not (e.is_floating_point() or e.is_complex()):
-        return 0.0 if torch.equal(a.to(e.dtype), e) else math.inf
-    a = a.to(e.dtype)
-    both_nan = torch.isnan(e) & torch.isnan(a)
-    same_inf = torch.isinf(e) & (a == e)
-    ok = both_nan | same_inf
-    finite = torch.isfinite(e) & torch.isfinite(a)
-    if bool((~(ok | finite)).any()):
-        return math.inf
-    if not bool(finite.any()):
-        return 0.0
-    scale = max(1.0, float(e[finite].abs().max()))
-    return float((a[finite] - e[finite]).abs().max()) / scale
-
-
-def reported_bound(error: float, tolerance: float) -> float:
-    """The smallest of tolerance/1000, /100, /10 and the tolerance itself that the error is within: a bound in
-    decades, so that a page stays the same from machine to machine (an error's last digits do not), without saying
-    "within 2e-04" of a float32 rotary table whose error is 3e-07."""
-    bounds = [float(f"{tolerance / 10 ** k:.3g}") for k in (3, 2, 1)]     # 2e-07, not 2.0000000000000002e-07
-    return next((bound for bound in bounds if error <= bound), tolerance)

@@ -112,7 +112,7 @@ class AssumingShapeEnv(ShapeEnv):
 
 
 # remainders and roundings: a size condition one of them decides holds for some sizes and not for others next to them
-_ROUNDINGS = (Mod, PythonMod, sympy.Mod, FloorDiv, CeilDiv, sympy.floor, sympy.ceiling)
+ROUNDINGS = (Mod, PythonMod, sympy.Mod, FloorDiv, CeilDiv, sympy.floor, sympy.ceiling)
 
 
 # Checks of a tensor's data whose only use is to choose torch's fused fast path, with their answer that keeps to

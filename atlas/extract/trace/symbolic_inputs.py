@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
 from torch.utils._sympy.functions import CeilDiv, FloorDiv, Mod, PythonMod
 
-from atlas.extract.trace.shape_env import _ROUNDINGS, AssumingShapeEnv, Decompose, guard_site, lines_read_for_stacks
+from atlas.extract.trace.shape_env import ROUNDINGS, AssumingShapeEnv, Decompose, guard_site, lines_read_for_stacks
 
 
 class SymbolicInputs:
@@ -100,7 +100,7 @@ class SymbolicInputs:
         out = []
         for g in self.shape_env.guards:
             e = g.expr
-            if not e.has(*_ROUNDINGS) or not e.free_symbols <= set(self._map):
+            if not e.has(*ROUNDINGS) or not e.free_symbols <= set(self._map):
                 continue
             site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
             if site not in getattr(self.shape_env, "branches", ()):    # a view's divisibility: no branch
