@@ -21,6 +21,7 @@ from atlas.errors import AtlasError
 from atlas.extract.accounting import has_lazy
 from atlas.extract.record import plan
 from atlas.extract.walk import model_name, walk
+from atlas.load.hooks import hooks_of
 from atlas.load.memory import DEFAULT_BUDGET_BYTES
 from atlas.load.spec import DEFAULT_SPEC, load
 
@@ -137,8 +138,8 @@ def _document(loaded, settings: Settings) -> ModelDoc:
 
     if settings.cost:
         doc = component_costs.enrich(loaded.model, doc, trace, dict(settings.fixed_dims))
-    vocab = inputs_mod.vocabulary(getattr(loaded.model, "atlas_dims", None),
-                                         getattr(loaded.model, "atlas_fixed_dims", None))
+    hooks = hooks_of(loaded.model)
+    vocab = inputs_mod.vocabulary(hooks.dims, hooks.fixed_dims)
     with progress.stage("equations", len(doc.components)) as bar:
         doc = enrich(loaded.model, doc, trace, vocab, settings.budget_bytes, bar.update, settings.verify)
     doc = data_flow.enrich(traits.enrich(loaded.model, doc, trace), trace)

@@ -19,6 +19,7 @@ from torch import nn
 
 from atlas.document import Component, ModelDoc, Published
 from atlas.extract import accounting, names
+from atlas.load.hooks import hooks_of
 from atlas.load.spec import Loaded
 
 _TRANSPARENT = (nn.ModuleList, nn.ModuleDict)     # containers without a forward: their entries take their place
@@ -51,7 +52,7 @@ class _Walker:
             return self._sigs[path]
         parts = [
             qualname(type(module)),
-            str(getattr(module, "atlas_name", "")),
+            hooks_of(module).name or "",
             str(self.kinds.get(path, ("", None))[0]),
             _extra_repr(module),
             [(n, accounting.shape_of(p), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
@@ -127,7 +128,7 @@ class _Walker:
             parameters_per_instance=accounting.unique_numel(m0),
             counted_elsewhere=accounting.counted_elsewhere(m0, path0, self.owners),
             summary=summary(m0),
-            reconstruction=_text_attr(m0, "atlas_reconstruction"),
+            reconstruction=hooks_of(m0).reconstruction,
             name_is_prose=prose,
             set_apart=self.kinds.get(path0, (None, None))[1],
         )
@@ -157,14 +158,9 @@ def _extra_repr(module: nn.Module) -> str:
         return ""
 
 
-def _text_attr(module: nn.Module, attr: str) -> str | None:
-    value = getattr(module, attr, None)
-    return value.strip() if isinstance(value, str) and value.strip() else None
-
-
 def display_name(module: nn.Module, attr: str | None, use_hint: bool = True) -> tuple[str, bool]:
     """(name, is_prose): the author's `atlas_name`, else a readable attribute name, else the class name."""
-    hint = _text_attr(module, "atlas_name") if use_hint else None
+    hint = hooks_of(module).name if use_hint else None
     if hint:
         return hint, True
     cls_name = type(module).__name__
@@ -203,7 +199,7 @@ _ROLE = re.compile(r":[a-z:]+:`~?([^`]*)`")
 
 def summary(module: nn.Module) -> str:
     """The author's `atlas_summary`, else the first sentence of the class's own docstring."""
-    hint = _text_attr(module, "atlas_summary")
+    hint = hooks_of(module).summary
     if hint:
         return hint
     doc = type(module).__dict__.get("__doc__")
@@ -240,8 +236,8 @@ def _first_sentence(text: str) -> str:
 
 
 def published(model: nn.Module) -> Published | None:
-    raw = getattr(model, "atlas_published", None)
-    if not isinstance(raw, dict) or "source" not in raw:
+    raw = hooks_of(model).published
+    if raw is None or "source" not in raw:
         return None
     return Published(
         source=str(raw["source"]),

@@ -22,6 +22,7 @@ from atlas.analyse.equations.nodes import Node, Sym
 from atlas.analyse.equations.ops_nn import Call as CallNode
 from atlas.analyse.equations.recorded import call_params, is_object, signature
 from atlas.extract.trace.structures import Call, OpEvent, Ref, Size, refs
+from atlas.load.hooks import hooks_of
 
 MAX_PURE_EVENTS = 24                    # a child with at most this many operations and no children is inlined
 MAX_INLINE = 14                         # nodes of a pure child's expression that still read well inline
@@ -55,7 +56,7 @@ class ChildCalls:
                 return
         elif not c.skipped and depth == 0 and composite(c.module) and not holds_stack(c.module) \
                 and not rel.rsplit(".", 1)[-1].isdigit() and data_dependent(c, self.given) is None:
-            title = self.title_of(c.path) or getattr(c.module, "atlas_name", None) or type(c.module).__name__
+            title = self.title_of(c.path) or hooks_of(c.module).name or type(c.module).__name__
             d.section_attr[title] = c.path.rsplit(".", 1)[-1]
             d.naming[c.forward_frame] = title
             d.frames |= c.frames

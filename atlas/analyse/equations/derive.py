@@ -28,6 +28,7 @@ from atlas.errors import AtlasError
 from atlas.extract.trace.call_shapes import first_call_of, record_of
 from atlas.extract.trace.structures import refs
 from atlas.i18n import msg
+from atlas.load.hooks import hooks_of
 from atlas.load.memory import DEFAULT_BUDGET_BYTES
 
 log = logging.getLogger("atlas")
@@ -80,7 +81,7 @@ def leaf_program(module: nn.Module, call) -> Program:
 
 
 def program_for(module: nn.Module, comp: Component, call, title_of=None, chained: bool = False) -> tuple[Program, EquationStatus]:
-    lines = getattr(type(module), "atlas_equations", None)
+    lines = hooks_of(module).equations
     dims = _dim_symbols(comp)
     if lines:
         from atlas.analyse.equations import override
@@ -133,7 +134,7 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
         prog, status = program_for(module, comp, call, title_of, chained)
     except Unsupported as exc:
         return Equations(EquationStatus.NOT_DERIVED, reason=exc.reason), comp.summary
-    sentence = prog.summary if prog.summary and not getattr(module, "atlas_summary", None) else comp.summary
+    sentence = prog.summary if prog.summary and not hooks_of(module).summary else comp.summary
     base = comp.path
     eq = present(prog, status, vocab, lambda rel: link_ids.get(f"{base}.{rel}" if base else rel))
     _looped[comp.id] = {link_ids.get(f"{base}.{st.node.meta['link']}" if base else st.node.meta["link"])

@@ -13,6 +13,7 @@ from torch import nn
 from atlas.analyse.equations.nodes import Sym
 from atlas.analyse.equations.ops_nn import Loop
 from atlas.extract.trace.structures import Call, Ref, Size, refs
+from atlas.load.hooks import hooks_of
 
 
 class ListLoops:
@@ -57,7 +58,7 @@ class ListLoops:
         start = args[slot]
         rest = args[:slot] + args[slot + 1:]
         node = Loop(Sym(key), start, rest, kwargs, slot=slot, count=len(run), link=f"{rel}.0" if rel else "0",
-                    name=getattr(first.module, "atlas_name", None) or type(first.module).__name__,
+                    name=hooks_of(first.module).name or type(first.module).__name__,
                     carry=path_of_tensor(first.out))
         self._assign(run[-1].out, node, section)
         d.loops.add(id(node))

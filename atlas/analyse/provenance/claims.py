@@ -19,6 +19,7 @@ from atlas.analyse.provenance.code_reader import HEADER_LINES, CodeReader
 from atlas.analyse.provenance.explanation import explanation, mlp_multiplier
 from atlas.document import Claim, Component, ModelDoc, Source, calculation
 from atlas.i18n import lowered, msg, msgn
+from atlas.load.hooks import hooks_of
 
 CLAIM_SPAN = 24                      # lines of code a claim's excerpt may span around its main fact
 
@@ -75,7 +76,7 @@ def claims_for(reader: CodeReader, module: nn.Module, comp: Component, source: S
                  "(max error within %(error)s).", len(e.steps), error=error),
             msg("equations verified"), source.file, src_file, span[0], span[1]))
     probed = comp.shapes is not None and comp.shapes.status.value == "derived" and \
-        (comp.shapes.method != "own" or getattr(module, "atlas_inputs", None))     # not on made-up inputs
+        (comp.shapes.method != "own" or hooks_of(module).inputs)     # not on made-up inputs
     if probed and span:
         ins = ", ".join(t.name for t in comp.shapes.inputs)
         outs = ", ".join(t.name for t in comp.shapes.outputs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from atlas.extract.discover.conventions import SOURCE_CONTEXT, stated_contexts
+from atlas.load.hooks import hooks_of
 
 REFERENCE = {"B": 1, "T": 1024, "S": 1024, "H": 224, "W": 224}
 
@@ -17,7 +18,7 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     --dim bound); images at the config's image_size, else 224 × 224 (MobileViT's small config, 64 × 64, was counted
     at 224 × 225)."""
     config = getattr(model, "config", None)
-    declared = {**dict(getattr(model, "atlas_reference_sizes", None) or {}), **(pinned or {})}
+    declared = {**(hooks_of(model).reference_sizes or {}), **(pinned or {})}
     stated = stated_contexts(config)
     source = [value for name, value in stated if name.endswith(SOURCE_CONTEXT)]
     # a text part's limit bounds the text alone; an encoder-decoder's source length its own limit, where it has one
@@ -37,7 +38,7 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
 
 def stated_sizes(model: nn.Module) -> dict[str, int]:
     """The sizes the model itself states for its symbols: its `atlas_reference_sizes`, its config's image_size."""
-    return {**_images(model), **dict(getattr(model, "atlas_reference_sizes", None) or {})}
+    return {**_images(model), **(hooks_of(model).reference_sizes or {})}
 
 
 def _images(model: nn.Module) -> dict[str, int]:

@@ -18,6 +18,7 @@ from atlas.extract.probes.dim_fitting import fit
 from atlas.extract.probes.probe_sizes import PROBE_VALUES, check_sizes
 from atlas.extract.trace import direct_calls, entry_kinds
 from atlas.load import buffer_values, code_caches
+from atlas.load.hooks import hooks_of
 from atlas.load.module_copy import deep_copy
 
 _DTYPES = {name: getattr(torch, name) for name in inputs_mod.DTYPES}
@@ -216,10 +217,11 @@ def materialize_lazy(model: nn.Module, declared: list[str] | None) -> bool:
     from atlas.extract.accounting import has_lazy
     if not has_lazy(model):
         return False
-    texts = list(declared or getattr(model, "atlas_inputs", None) or ())
+    hooks = hooks_of(model)
+    texts = list(declared or hooks.inputs or ())
     if not texts:
         return False
-    vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
+    vocab = inputs_mod.vocabulary(hooks.dims, hooks.fixed_dims)
     specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
     try:
         capture(model, example_inputs(specs, {s: PROBE_VALUES[i][0] for i, s in enumerate(symbols)}, "meta"))

@@ -22,6 +22,7 @@ from atlas.extract.method_uses import not_called_reason
 from atlas.extract.probes.probe_runs import checked_runs, cpu_copy, meta_runs, run_probes, shape_of
 from atlas.extract.probes.probe_sizes import PROBE_VALUES, probe_sizes
 from atlas.i18n import msg
+from atlas.load.hooks import hooks_of
 from atlas.load.memory import DEFAULT_BUDGET_BYTES
 
 log = logging.getLogger("atlas")
@@ -32,8 +33,9 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
            budget_bytes: int = DEFAULT_BUDGET_BYTES, limits: dict | None = None) -> ModelDoc:
     """Return the doc with shapes on every component, from concrete probes (within `limits`, see probe_sizes)
     and fitting."""
-    vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
-    texts = list(declared or getattr(model, "atlas_inputs", None) or ())
+    hooks = hooks_of(model)
+    vocab = inputs_mod.vocabulary(hooks.dims, hooks.fixed_dims)
+    texts = list(declared or hooks.inputs or ())
     dim_names = DimNames(vocab.symbols, vocab.fixed)
     if not texts:
         return _all(doc, Shapes(ShapeStatus.NOT_DERIVED, reason=msg(
@@ -65,7 +67,7 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
         module = target.get_submodule(comp.path)
         recs = [run.get(id(module)) for run in runs]
         seen = [(sizes, run[id(module)]) for sizes, run in checked if id(module) in run]
-        own = getattr(module, "atlas_inputs", None) or leaf_inputs(module)
+        own = hooks_of(module).inputs or leaf_inputs(module)
         if all(r is None for r in recs) and own and module is not target:
             recs = _own_probes(module, own, vocab, method)
         if all(r is None for r in recs):

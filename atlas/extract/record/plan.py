@@ -27,6 +27,7 @@ from atlas.extract.trace import call_shapes as trace_shapes
 from atlas.extract.trace import runs as trace_run
 from atlas.extract.trace import structures as trace_structures
 from atlas.i18n import msg, render
+from atlas.load.hooks import hooks_of
 from atlas.load.memory import DEFAULT_BUDGET_BYTES
 
 log = logging.getLogger("atlas")
@@ -71,7 +72,7 @@ def _smallest_sizes(model: nn.Module, texts) -> dict:
 
 
 def _choices(model: nn.Module, declared, fixed: dict, bounds: dict) -> tuple[list[Choice], list]:
-    texts = tuple(declared or getattr(model, "atlas_inputs", None) or ())
+    texts = tuple(declared or hooks_of(model).inputs or ())
     if texts:
         return [Choice(texts, {})], []
     from atlas.extract.discover.discovery import discover
@@ -346,8 +347,9 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = D
     """Shapes on every component, and the trace the equations read. `fixed`: symbols given a size (--dim T=64);
     `bounds`: (low, high) per symbol (--dim T>=400)."""
     fixed, bounds = dict(fixed or {}), dict(bounds or {})
-    vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
-    dim_names = DimNames(inputs_mod.used(vocab, [], getattr(model, "atlas_dims", None)), vocab.fixed)
+    hooks = hooks_of(model)
+    vocab = inputs_mod.vocabulary(hooks.dims, hooks.fixed_dims)
+    dim_names = DimNames(inputs_mod.used(vocab, [], hooks.dims), vocab.fixed)
     choices, extra = _choices(model, declared, fixed, bounds)
     if choices and not extra:
         bounds = {**_smallest_sizes(model, choices[0].texts), **bounds}
@@ -369,7 +371,7 @@ def record(model: nn.Module, doc: ModelDoc, declared=None, budget_bytes: int = D
         choice, specs, symbols = fallback[:3]
     texts = tuple(choice.texts)
     probed = [_text(_fix(inputs_mod.parse_input(x), fixed)) for x in texts]    # --dim T=600 holds for probes too
-    dim_names = DimNames(inputs_mod.used(vocab, specs, getattr(model, "atlas_dims", None)), vocab.fixed)
+    dim_names = DimNames(inputs_mod.used(vocab, specs, hooks.dims), vocab.fixed)
     if disc is not None:
         firsts = [f.candidates[0] for f in disc.inputs]
         for (text, because), first in reversed(list(zip(choice.sources, firsts))):
@@ -597,7 +599,7 @@ def _own_record(model: nn.Module, module: nn.Module, comp, trace, vocab) -> Shap
     """A component the model's forward() never calls, recorded on example inputs of its own."""
     from atlas.extract.method_uses import not_called_reason, weights_read_by
     from atlas.extract.probes import probe_shapes as probes
-    declared = getattr(module, "atlas_inputs", None)
+    declared = hooks_of(module).inputs
     own = declared or probes.leaf_inputs(module)
     not_called = Shapes(ShapeStatus.NOT_CALLED, method="fake", reason=not_called_reason(model, comp.path))
     if not own or module is model:
