@@ -159,18 +159,9 @@ def _document(loaded, settings: Settings) -> ModelDoc:
 def _inputs_fit_forward(model, texts: list[str]) -> None:
     """Inputs given with --input that leave a parameter of forward() without a value are bad input, said before
     any run: the run would fail on a TypeError inside the atlas's call of the model."""
-    import inspect
-    try:
-        params = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return
+    from atlas.load.forward_calls import missing as missing_parameters
     names = [inputs_mod.parse_input(text).name for text in texts]
-    required = [p for p in params.values() if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if all(name in params for name in names):        # passed by name
-        missing = [p.name for p in required if p.name not in names]
-    else:                                            # names are labels only: passed in order
-        missing = [p.name for p in required[len(names):]] + \
-            [p.name for p in required[:len(names)] if p.kind is p.KEYWORD_ONLY]
+    missing = missing_parameters(model, names)
     if missing:
         raise AtlasError(f"--input gives {', '.join(names)}; {type(model).__name__}.forward() also needs "
                               f"{', '.join(missing)}")

@@ -22,12 +22,13 @@ from atlas.analyse.equations.lower_event import DTYPE_METHODS, lower
 from atlas.analyse.equations.nodes import Node, SizeOf, Sym, substitute
 from atlas.analyse.equations.ops_tensor import Item
 from atlas.analyse.equations.program import Program
-from atlas.analyse.equations.recorded import bound_arguments, input_sizes, shape_symbols
+from atlas.analyse.equations.recorded import input_sizes, shape_symbols
 from atlas.analyse.equations.scalars import Eps
 from atlas.extract.trace.structures import Call, OpEvent, Ref, refs
 from atlas.i18n import msg
+from atlas.load.forward_calls import bind
 
-__all__ = ["Builder", "Draft", "bound_arguments", "pieces"]
+__all__ = ["Builder", "Draft", "pieces"]
 
 
 class Draft:
@@ -83,7 +84,7 @@ class Builder(ChildCalls, ListLoops):
 
     def _inputs(self) -> None:
         try:
-            named = bound_arguments(self.module, self.call.args, self.call.kwargs)
+            named = bind(self.module, self.call.args, self.call.kwargs)
         except TypeError as exc:
             raise leaves.Unsupported(msg("the recorded call does not fit forward()'s signature: %(error)s",
                                          error=str(exc))) from None

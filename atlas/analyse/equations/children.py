@@ -20,8 +20,9 @@ from atlas.analyse.equations import leaves
 from atlas.analyse.equations.data_dependence import data_dependent
 from atlas.analyse.equations.nodes import Node, Sym
 from atlas.analyse.equations.ops_nn import Call as CallNode
-from atlas.analyse.equations.recorded import call_params, is_object, signature
+from atlas.analyse.equations.recorded import call_params, is_object
 from atlas.extract.trace.structures import Call, OpEvent, Ref, Size, refs
+from atlas.load.forward_calls import parameters
 from atlas.load.hooks import hooks_of
 
 MAX_PURE_EVENTS = 24                    # a child with at most this many operations and no children is inlined
@@ -102,7 +103,7 @@ class ChildCalls:
     def _call_args(self, c: Call):
         """The call's arguments for the check: tensors as nodes; objects that hold state (a cache) as the
         parameter's default, since the recorded object is not the one a fresh call would get."""
-        params = signature(c.module).parameters
+        params = parameters(c.module)
         names = list(params)
         args = tuple(params[names[i]].default if i < len(names) and is_object(a)
                      and params[names[i]].default is not inspect.Parameter.empty else self._data(a)

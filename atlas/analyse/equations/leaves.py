@@ -9,7 +9,6 @@ derived from what their forward() runs, like any other code.
 from __future__ import annotations
 
 import importlib
-import inspect
 import math
 from dataclasses import dataclass, field
 
@@ -22,6 +21,7 @@ from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.nodes import ADD, Node, Num, SizeOf, Sym
 from atlas.analyse.equations.program import Program, Step
 from atlas.i18n import msg, msgn
+from atlas.load.forward_calls import bind
 
 
 class Unsupported(Exception):
@@ -330,10 +330,10 @@ def named_arguments(module: nn.Module, args, kwargs, node_of) -> dict:
     reads flags (is_causal) that are no tensors. Empty where the call does not bind to the signature."""
     from atlas.extract.trace.structures import Ref
     try:
-        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+        bound = bind(module, args, kwargs, spread=False)
     except (TypeError, ValueError):
         return {}
-    return {name: node_of(v) if isinstance(v, Ref) else v for name, v in bound.arguments.items()}
+    return {name: node_of(v) if isinstance(v, Ref) else v for name, v in bound.items()}
 
 
 def build(module: nn.Module, prog: Program, path: str, ins: list, attr: str | None = None, shapes=None,

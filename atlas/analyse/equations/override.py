@@ -10,8 +10,6 @@ exactly like derived equations; a wrong one fails the build.
 
 from __future__ import annotations
 
-import inspect
-
 import sympy
 from sympy.parsing.sympy_parser import parse_expr
 from torch import nn
@@ -23,6 +21,7 @@ from atlas.analyse.equations.leaves import Unsupported
 from atlas.analyse.equations.nodes import Num, SizeOf, Sym
 from atlas.analyse.equations.program import Program, Step
 from atlas.i18n import msg
+from atlas.load.forward_calls import parameters
 
 FUNCTIONS = {"norm", "mean", "softmax", "matmul", "Max", "Min", "sqrt", "tanh", "exp", "erf", "Phi", "sigmoid"}
 
@@ -75,7 +74,7 @@ def program(module: nn.Module, lines, input_names: list[str]) -> Program:
     prog = Program()
     names: dict = {}
     local = {f: sympy.Function(f) for f in FUNCTIONS}
-    for name in inspect.signature(module.forward).parameters:
+    for name in parameters(module):
         if name in input_names:
             prog.add(f"in.{name}", "input", ("input", name), base=name)
             prog.inputs.append(name)

@@ -6,41 +6,18 @@ as itself, nested in tuples, lists and dicts. These helpers are shared by the bu
 
 from __future__ import annotations
 
-import inspect
-
-from torch import nn
-
 from atlas.extract.trace.call_shapes import decided_by_data
 from atlas.extract.trace.structures import Call, Ref, Size
-
-
-def signature(module: nn.Module) -> inspect.Signature:
-    return inspect.signature(module.forward)
-
-
-def bound_arguments(module: nn.Module, args, kwargs) -> dict:
-    """forward()'s arguments by name; *args as name[i], **kwargs by their own keys."""
-    sig = signature(module)
-    bound = sig.bind(*args, **kwargs)
-    out = {}
-    for name, value in bound.arguments.items():
-        kind = sig.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            out.update({f"{name}[{i}]": v for i, v in enumerate(value)})
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            out.update(value)
-        else:
-            out[name] = value
-    return out
+from atlas.load.forward_calls import bind
 
 
 def call_params(c: Call) -> dict:
     """A call's forward() parameters bound to the values it received: {parameter: Value id}."""
     try:
-        bound = signature(c.module).bind(*c.args, **c.kwargs)
+        bound = bind(c.module, c.args, c.kwargs, spread=False)
     except TypeError:
         return {}
-    return {k: v.value.id for k, v in bound.arguments.items() if isinstance(v, Ref)}
+    return {k: v.value.id for k, v in bound.items() if isinstance(v, Ref)}
 
 
 def is_object(x) -> bool:

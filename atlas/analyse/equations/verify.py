@@ -32,7 +32,6 @@ from atlas.analyse.equations.data_reads import DataReads
 from atlas.analyse.equations.materialize import materialize
 from atlas.analyse.equations.nodes import DataDependentSize
 from atlas.analyse.equations.program import Program
-from atlas.analyse.equations.recorded import bound_arguments
 from atlas.analyse.equations.tolerances import (
     TOLERANCE,
     flat,
@@ -46,6 +45,7 @@ from atlas.errors import where
 from atlas.extract.trace.structures import Call
 from atlas.i18n import msg
 from atlas.load import code_caches
+from atlas.load.forward_calls import bind, parameters
 
 
 def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_bytes: int,
@@ -125,14 +125,13 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
     code_caches.clear(module)           # a cache filled by the record holds its fake tensors
     inst = materialize(module, dtype, seed)
     made = CheckInputs(inst, module, sizes, dtype, seed, working, remake_floats)
-    sig = inspect.signature(inst.forward)
+    params = parameters(inst)
     reads = DataReads()
     try:
-        params = list(sig.parameters.values())
-        args = tuple(made.rebuild(a, p.name, p.default) for a, p in zip(call.args, params))
-        kwargs = {k: made.rebuild(v, k, sig.parameters[k].default if k in sig.parameters else inspect.Parameter.empty)
+        args = tuple(made.rebuild(a, p.name, p.default) for a, p in zip(call.args, params.values()))
+        kwargs = {k: made.rebuild(v, k, params[k].default if k in params else inspect.Parameter.empty)
                   for k, v in call.kwargs.items()}
-        named = bound_arguments(inst, args, kwargs)
+        named = bind(inst, args, kwargs)
         own_args, own_kwargs = copies((args, kwargs))
         state = torch.random.get_rng_state()
         before, sums = _dtypes(inst), _sums(inst)

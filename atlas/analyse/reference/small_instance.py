@@ -18,6 +18,7 @@ from torch import nn
 
 from atlas.document.input_specs import input_text
 from atlas.i18n import Text, msg
+from atlas.load.forward_calls import parameters
 
 PALETTE = (3, 4, 2, 5, 6)               # small values for the required integer arguments, in the order tried
 MAX_TRIES = 64                           # combinations of PALETTE values tried before giving up
@@ -113,7 +114,7 @@ def _inputs(module: nn.Module) -> list[Input]:
         out.append(_input(spec.name, spec.dtype, spec.dims, minimum, f.low, f.high))
     for name, _ in found.unresolved:
         out.append(_input(name, found.dtype, FREE_DIMS, minimum))
-    order = list(inspect.signature(module.forward).parameters)
+    order = list(parameters(module))
     return sorted(out, key=lambda i: order.index(i.name) if i.name in order else len(order))
 
 

@@ -48,6 +48,7 @@ from atlas.extract.discover.usual_inputs import (
     window_bounds,
 )
 from atlas.i18n import Text, msg
+from atlas.load.forward_calls import parameters
 
 HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12}    # distinct, never 0 or 1, above small windows
 
@@ -176,11 +177,7 @@ def _renamed(text: str, old: str, new: str) -> str:
 # -- which parameters ---------------------------------------------------------------------------------------
 
 def _parameters(model: nn.Module) -> list[inspect.Parameter]:
-    try:
-        sig = inspect.signature(model.forward)
-    except (TypeError, ValueError):
-        return []
-    return [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [p for p in parameters(model).values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def _needed(model, params, config, also) -> list[tuple[str, Text]]:

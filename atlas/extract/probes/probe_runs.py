@@ -3,7 +3,6 @@ device fails and the model fits the memory budget; and a concrete record for the
 
 from __future__ import annotations
 
-import inspect
 import logging
 
 import torch
@@ -18,6 +17,7 @@ from atlas.extract.probes.dim_fitting import fit
 from atlas.extract.probes.probe_sizes import PROBE_VALUES, check_sizes
 from atlas.extract.trace import direct_calls, entry_kinds
 from atlas.load import buffer_values, code_caches
+from atlas.load.forward_calls import bind_or_list, call, evaluation
 from atlas.load.hooks import hooks_of
 from atlas.load.module_copy import deep_copy
 
@@ -40,21 +40,7 @@ def _tensors(name: str, value) -> list[tuple[str, torch.Tensor]]:
 
 
 def _named_inputs(module: nn.Module, args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
-    try:
-        bound = inspect.signature(module.forward).bind(*args, **kwargs)
-        items = []
-        for name, value in bound.arguments.items():
-            kind = inspect.signature(module.forward).parameters[name].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                items += [t for i, v in enumerate(value) for t in _tensors(f"{name}[{i}]", v)]
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                items += [t for k, v in value.items() for t in _tensors(k, v)]
-            else:
-                items += _tensors(name, value)
-        return items
-    except (TypeError, ValueError):
-        return [t for i, a in enumerate(args) for t in _tensors(f"args[{i}]", a)] + \
-               [t for k, v in kwargs.items() for t in _tensors(k, v)]
+    return [t for name, value in bind_or_list(module, args, kwargs).items() for t in _tensors(name, value)]
 
 
 def _describe(items: list[tuple[str, torch.Tensor]]) -> list[tuple[str, tuple[int, ...], str]]:
@@ -72,12 +58,8 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
     code_caches.clear(model)            # a table cached by an earlier run holds that run's tensors
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
     try:
-        params = inspect.signature(model.forward).parameters
         with torch.no_grad(), direct_calls.watching(model.modules(), None, hook):
-            if all(name in params for name in example):
-                model(**example)
-            else:                                   # names are labels only: pass in declared order
-                model(*example.values())
+            call(model, example)
     finally:
         for h in handles:
             h.remove()
@@ -118,7 +100,7 @@ def run_probes(model: nn.Module, specs, probes, device, doc: ModelDoc | None = N
     when they must: an entry whose inputs have exactly the shapes the first entry saw, where the first entry
     kept its input's shape, passes its input through. Same signature means same code, so its shapes cannot
     differ; the first entry still records every component inside it."""
-    from atlas.extract.trace.runs import evaluation, kept_state
+    from atlas.extract.trace.module_state import kept_state
     wraps = _repeat_wrappers(model, doc) if device == "meta" and doc is not None else []
     for container, key, wrapper in wraps:
         container._modules[key] = wrapper

@@ -22,6 +22,7 @@ from atlas.extract.method_uses import not_called_reason
 from atlas.extract.probes.probe_runs import checked_runs, cpu_copy, meta_runs, run_probes, shape_of
 from atlas.extract.probes.probe_sizes import PROBE_VALUES, probe_sizes
 from atlas.i18n import msg
+from atlas.load.forward_calls import parameters
 from atlas.load.hooks import hooks_of
 from atlas.load.memory import DEFAULT_BUDGET_BYTES
 
@@ -101,7 +102,7 @@ def leaf_inputs(module: nn.Module) -> tuple[str, ...] | None:
         return (f"input:float32[B,{module.in_channels},H,W]",)
     if not any(True for _ in module.parameters()) and not any(True for _ in module.children()) \
             and not isinstance(module, (nn.Sequential, nn.ModuleList, nn.ModuleDict)):    # an empty one: nothing
-        params = [p for p in inspect.signature(module.forward).parameters.values()
+        params = [p for p in parameters(module).values()
                   if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         if len(params) == 1:                        # a parameter-free leaf of one tensor: an activation
             return (f"{params[0].name}:float32[B,T]",)

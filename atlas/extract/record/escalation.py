@@ -36,6 +36,7 @@ from atlas.extract.trace.shape_env import Decompose as _Decompose
 from atlas.extract.trace.shape_env import guard_site
 from atlas.extract.trace.shape_env import quiet as _quiet
 from atlas.load import code_caches
+from atlas.load.forward_calls import evaluation, parameters
 from atlas.load.module_copy import deep_copy
 
 log = logging.getLogger("atlas")
@@ -97,13 +98,8 @@ def _specs(texts, dtype: str | None):
 
 
 def _call(model: nn.Module, kwargs: dict):
-    was = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            return model(**kwargs)
-    finally:
-        model.train(was)
+    with evaluation(model), torch.no_grad():
+        return model(**kwargs)
 
 
 def run(model: nn.Module, texts: tuple[str, ...], sizes: dict[str, int], mode: str = "meta",
@@ -253,11 +249,7 @@ def escalate(model: nn.Module, discovery: Discovery, error: str | None, attempt)
 def optional_extras(model: nn.Module, error: str | None, discovery: Discovery, usual: bool = True) -> list[str]:
     """Optional forward() parameters to add: those the error or its line of the model's code names, then the
     usual names."""
-    import inspect
-    try:
-        params = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return []
+    params = parameters(model)
     have = {f.name for f in discovery.inputs}
     said = f"{error} {_error_line(model, error)}" if error else ""
     named = [p for p in params if re.search(rf"\b{re.escape(p)}\b", said)]

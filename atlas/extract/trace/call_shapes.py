@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import sympy
 from torch import nn
 
@@ -11,6 +9,7 @@ from atlas.document import Dim, Shapes, ShapeStatus, TensorShape
 from atlas.document.input_specs import DATA_DECIDED, Vocabulary
 from atlas.extract.trace.branch_sizes import on_branch
 from atlas.extract.trace.structures import Call, Ref, Trace
+from atlas.load.forward_calls import bind_or_list
 
 
 def dim(size, vocab: Vocabulary) -> Dim:
@@ -50,22 +49,7 @@ def tensors(name: str, x) -> list[tuple[str, object]]:
 
 def named_inputs(call: Call) -> list[tuple[str, object]]:
     """The call's tensors, named by the forward() parameter they were passed as."""
-    try:
-        sig = inspect.signature(call.module.forward)
-        bound = sig.bind(*call.args, **call.kwargs)
-    except (TypeError, ValueError):
-        return [t for i, a in enumerate(call.args) for t in tensors(f"args[{i}]", a)] + \
-               [t for k, v in call.kwargs.items() for t in tensors(k, v)]
-    items = []
-    for name, value in bound.arguments.items():
-        kind = sig.parameters[name].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            items += [t for i, v in enumerate(value) for t in tensors(f"{name}[{i}]", v)]
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            items += [t for k, v in value.items() for t in tensors(k, v)]
-        else:
-            items += tensors(name, value)
-    return items
+    return [t for name, value in bind_or_list(call.module, call.args, call.kwargs).items() for t in tensors(name, value)]
 
 
 def _shape(name: str, value, vocab: Vocabulary, multiples: dict) -> TensorShape:

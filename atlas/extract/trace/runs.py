@@ -9,7 +9,6 @@ does. Where the symbolic run fails, the caller falls back to concrete probes (se
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import signal
 import threading
@@ -28,6 +27,7 @@ from atlas.extract.trace.shape_env import quiet, release
 from atlas.extract.trace.structures import Guard, Trace
 from atlas.extract.trace.symbolic_inputs import SymbolicInputs
 from atlas.load import code_caches
+from atlas.load.forward_calls import call, evaluation
 
 log = logging.getLogger("atlas")
 RECORD_SECONDS = 240        # one forward on fake tensors; past it the run stops, loudly, and the probes take over
@@ -71,7 +71,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
                 output = None
                 try:
                     with _deadline(RECORD_SECONDS):
-                        output = _call(model, inputs)
+                        output = call(model, inputs)
                 except Exception as exc:  # the record keeps every call that finished before it
                     error = si.named(where(exc))
             si.shape_env.on_guard = None    # the fake sizes hold the ShapeEnv: it must not hold the record
@@ -125,7 +125,7 @@ def _concrete(model: nn.Module, example: dict, device: str, names: bool, grad: b
     with kept_state(model), evaluation(model), torch.enable_grad() if grad else torch.no_grad(), saving, rec:
         rec.register_inputs(example)
         try:
-            _call(model, example)
+            call(model, example)
         except Exception as exc:  # the record keeps every call that finished before it
             error = where(exc)
     trace = Trace(rec.root, rec.values, {}, {}, False, device, _working_dtype(model), error)
@@ -159,12 +159,6 @@ def _deadline(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _call(model: nn.Module, inputs: dict):
-    params = inspect.signature(model.forward).parameters
-    if all(name in params for name in inputs):
-        return model(**inputs)
-    return model(*inputs.values())                  # names are labels only: pass in declared order
-
 
 def _working_dtype(model: nn.Module) -> str:
     for p in model.parameters():
@@ -172,17 +166,6 @@ def _working_dtype(model: nn.Module) -> str:
             return str(p.dtype).removeprefix("torch.")
     return "float32"
 
-
-@contextlib.contextmanager
-def evaluation(model: nn.Module):
-    """Pages describe evaluation mode (dropout off, running statistics): record in it, then restore."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for m, training in modes:
-            m.training = training
 
 
 @contextlib.contextmanager
