@@ -1,0 +1,238 @@
+"""The symbolic runs a recording tries: which example inputs, at which sizes, in which dtype.
+
+`Attempts` holds what every attempt needs (the model, the choices of inputs and where they came from, the sizes
+--dim fixes or bounds, the dim vocabulary, the groups of repeated list entries a run may skip) and makes the
+attempts the plan (atlas.extract.record.plan) lists. An `Attempt` is what one of them gives: the run, the choice it
+was made with, and the notes it leaves for the page and for stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch import nn
+
+from atlas.document import ModelDoc
+from atlas.document import input_specs as inputs_mod
+from atlas.errors import AtlasError
+from atlas.extract.record.set_apart import repeat_groups
+from atlas.extract.trace import runs
+from atlas.i18n import Text, msg, render
+from atlas.load.hooks import hooks_of
+
+HINTS = (2, 6, 5, 7, 9)             # the symbolic run's sizes for declared inputs: distinct, never 0 or 1
+
+
+@dataclass
+class Choice:
+    """One set of example inputs to try, and why."""
+
+    texts: tuple[str, ...]
+    hints: dict
+    sources: tuple = ()             # (input text, the sentence saying where it came from)
+
+
+@dataclass
+class Attempt:
+    """The first choice whose symbolic run worked, or the last one tried."""
+
+    trace: object = None
+    choice: Choice | None = None
+    specs: list = field(default_factory=list)
+    symbols: list = field(default_factory=list)
+    notes: list = field(default_factory=list)       # Text: retries, and the sizes the code asked for
+    first_error: str | None = None
+    disc: object = None             # the discovery its choice came from (atlas.extract.discover.discovery)
+
+    @property
+    def ok(self) -> bool:
+        return self.trace is not None and self.trace.error is None and self.trace.root is not None
+
+
+class Attempts:
+    def __init__(self, model: nn.Module, doc: ModelDoc, declared, fixed: dict | None, bounds: dict | None) -> None:
+        self.model, self.doc = model, doc
+        self.fixed, self.bounds = dict(fixed or {}), dict(bounds or {})
+        self.hooks = hooks_of(model)
+        self.vocab = inputs_mod.vocabulary(self.hooks.dims, self.hooks.fixed_dims)
+        self.repeats = repeat_groups(doc)
+        self.choices: list[Choice] = []
+        self.disc = None
+        self.reason: Text | None = None             # why there is no choice: no input discovery could size
+        texts = tuple(declared or self.hooks.inputs or ())
+        if texts:
+            self.choices = [Choice(texts, {})]
+            self.bounds = {**_smallest_sizes(model, texts), **self.bounds}
+            return
+        from atlas.extract.discover.discovery import discover
+        self.disc = discover(model)
+        if self.disc.unresolved:
+            name, why = self.disc.unresolved[0]
+            self.reason = msg("no example input for %(name)s: %(why)s", name="`" + name + "`", why=why)
+        else:
+            self.choices = choices_of(self.disc)
+
+    def attempt(self, choices: list[Choice], disc) -> Attempt:
+        """The first choice whose symbolic run works; where none does, the first that works again at the sizes its
+        code stopped it for not having (after every choice: a rank-2 input whose features meet a Linear as its
+        batch "needs" B = 8, where the next choice, [B, T, 8], is the input)."""
+        t = Attempt(disc=disc)
+        refused = []
+        for choice in choices:
+            specs, symbols = self.resolved(choice.texts, self.fixed)
+            trace = self.symbolic(specs, self.hints(symbols, choice.hints, self.bounds), disc, t.notes)
+            if trace.error is not None and trace.refused:
+                refused.append((choice, trace))
+            if _kept(t, trace, choice, specs, symbols):
+                return t
+        for choice, trace in refused:
+            again = self.at_required_sizes(choice, trace)
+            if again is not None:
+                trace, choice, specs, symbols, note = again
+                t.notes.append(note)
+                if _kept(t, trace, choice, specs, symbols):
+                    return t
+        return t
+
+    def symbolic(self, specs, hints: dict, disc, notes: list):
+        """One symbolic run; where it fails for a dtype reason, again in the dtypes the model declares (then
+        bfloat16)."""
+        trace = runs.symbolic(self.model, specs, hints, self.repeats)
+        if trace.error is None:
+            return trace
+        from atlas.extract.record.escalation import dtype_error
+        if dtype_error(trace.error):
+            for name in (disc.retry_dtypes if disc else ("bfloat16",)):
+                with _in_dtype(self.model, getattr(torch, name)):
+                    retry = runs.symbolic(self.model, specs, hints, self.repeats)
+                if retry.error is None:
+                    notes.append(msg("recorded in %(dtype)s: in the model's own dtype the forward failed "
+                                     "(%(error)s)", dtype=name, error=trace.error))
+                    retry.dtype = name
+                    return retry
+        return trace
+
+    def at_required_sizes(self, choice: Choice, trace, tries: int = 3):
+        """The run again at the sizes the code stopped it for not having: `assert h == self.image_size` failed at
+        H = 40 (a ViT's fixed 224 x 224), at the line the run stopped on. W's assert comes once H passes: up to
+        `tries` runs. (trace, choice with the sizes put in, specs, symbols, note), or None where no run gets past."""
+        sizes: dict[str, tuple[int, str]] = {}
+        stopped = trace
+        for _ in range(tries):
+            new = [(name, size, site) for name, size, site in stopped.refused
+                   if name not in sizes and name not in self.fixed and site and site in (stopped.error or "")]
+            if not new:
+                return None
+            for name, size, site in new:
+                sizes[name] = (size, site)
+            pinned = {**self.fixed, **{name: size for name, (size, _) in sizes.items()}}
+            specs, symbols = self.resolved(choice.texts, pinned)
+            stopped = runs.symbolic(self.model, specs, self.hints(symbols, choice.hints, self.bounds), self.repeats)
+            if stopped.error is None and stopped.root is not None:
+                texts = tuple(input_text(s) for s in specs)
+                note = msg("%(sizes)s: the code stops at other sizes (%(sites)s)",
+                           sizes=", ".join(f"{name} = {size}" for name, (size, _) in sizes.items()),
+                           sites=", ".join(dict.fromkeys(site for _, site in sizes.values())))
+                return stopped, replace(choice, texts=texts), specs, symbols, note
+        return None
+
+    def with_optional_inputs(self, tried: Attempt) -> Attempt:
+        """Optional forward() parameters added, those the error or its line names first, then the usual ones
+        (atlas.extract.record.escalation); `tried` where none makes a run work."""
+        from atlas.extract.record.escalation import escalate
+
+        def attempt(again):
+            more = self.attempt(choices_of(again), again)
+            return more.ok, more.first_error, more
+        found = escalate(self.model, tried.disc, tried.first_error, attempt)
+        return found[0] if found is not None else tried     # the discovery's own sentence says why it was added
+
+    def resolved(self, texts, sizes: dict):
+        """(input specs, their symbols) for a choice's texts, the symbols of `sizes` given those sizes."""
+        return inputs_mod.resolve([fixed(inputs_mod.parse_input(x), sizes) for x in texts], self.vocab)
+
+    def limits(self, disc, symbols, hints: dict | None = None) -> dict:
+        """(low, high) per symbol for probes at concrete sizes: what discovery found the code needs (a conv stack's
+        smallest input, twice a window), --dim's bounds, and the sizes the symbolic run was made at (an image of
+        6 x 5 pixels leaves a backbone's last feature map 1 x 1, and every size after it reads 1)."""
+        out = {}
+        for s in symbols:
+            b = disc.bound(s) if disc is not None else None
+            low, high = self.bounds.get(s, (None, None))
+            lows = [x for x in (low, b and b.minimum, b and b.hint, (hints or {}).get(s)) if x is not None]
+            highs = [x for x in (high, b and b.maximum) if x is not None]
+            out[s] = (max(lows, default=None), min(highs, default=None))
+            if low is not None and highs and low > min(highs):     # the user's bound past the code's: no size holds
+                said = render(b.because) if b is not None and b.maximum == min(highs) and b.because else None
+                raise AtlasError(f"--dim {s}>={low} asks for more than the model takes: "
+                                 + (f"{s} {said}" if said else f"{s} is at most {min(highs)}"))
+        return out
+
+    @staticmethod
+    def hints(symbols, given: dict, bounds: dict) -> dict:
+        """A distinct size per symbol for a symbolic run, never 0 or 1, within the bounds."""
+        hints = {}
+        for i, s in enumerate(symbols):
+            h = given.get(s) or HINTS[min(i, len(HINTS) - 1)]
+            low, high = bounds.get(s, (None, None))
+            if low is not None:
+                h = max(h, low)
+            if high is not None:
+                h = min(h, high)
+            while h in hints.values() or h < 2:
+                h += 1
+            hints[s] = h
+        return hints
+
+
+def choices_of(disc) -> list[Choice]:
+    return [Choice(tuple(t), disc.hints(t), tuple((x, f.because) for x, f in zip(t, disc.inputs)))
+            for t in disc.choices()]
+
+
+def _kept(t: Attempt, trace, choice: Choice, specs, symbols) -> bool:
+    """Keeps a run in `t`; whether it worked."""
+    t.trace, t.choice, t.specs, t.symbols = trace, choice, specs, symbols
+    t.first_error = t.first_error or (trace.error if not t.ok else None)
+    return t.ok
+
+
+def _smallest_sizes(model: nn.Module, texts) -> dict:
+    """For inputs given (--input, atlas_inputs): the smallest sizes the code takes, as discovery finds them (a conv
+    stack's receptive field), for the symbols the inputs name: a strided conv stack given [B, 1, T] was run at the
+    default T = 17, too short for it. Only the lower limits; the given shapes stand."""
+    from atlas.extract.discover.discovery import discover
+    named = {d for t in texts for d in inputs_mod.parse_input(t).dims if isinstance(d, str)}
+    try:
+        disc = discover(model)
+    except Exception:               # discovery is a help here, never a reason to fail
+        return {}
+    return {b.symbol: (b.hint or b.minimum, None) for b in disc.bounds
+            if b.symbol in named and (b.hint or b.minimum)}
+
+
+def input_text(spec: inputs_mod.InputSpec) -> str:
+    return inputs_mod.input_text(spec.name, spec.dtype, spec.dims)
+
+
+def fixed(spec: inputs_mod.InputSpec, sizes: dict) -> inputs_mod.InputSpec:
+    """--dim T=64: the symbol is that size, not a symbol."""
+    if not sizes:
+        return spec
+    return inputs_mod.InputSpec(spec.name, spec.dtype, tuple(sizes.get(d, d) if isinstance(d, str) else d
+                                                              for d in spec.dims))
+
+
+@contextlib.contextmanager
+def _in_dtype(model: nn.Module, dtype: torch.dtype):
+    """The model's floating tensors in `dtype` for one run (cheap on the meta device), then as they were."""
+    saved = [(t, t.data) for t in list(model.parameters()) + list(model.buffers()) if t.is_floating_point()]
+    for t, data in saved:
+        t.data = data.to(dtype)
+    try:
+        yield
+    finally:
+        for t, data in saved:
+            t.data = data
