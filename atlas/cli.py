@@ -1,4 +1,5 @@
-"""`atlas build | check | describe`: argument parsing and reporting; the work is in atlas.build."""
+"""`atlas build | check | describe`: argument parsing and reporting; the work is in atlas.pipeline (describe) and
+atlas.site.builder (build, check)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def _gigabytes(text: str) -> float:
 
 
 def _settings(args):
-    from atlas.pipeline import Settings, mkdocs_settings
+    from atlas.load.settings import Settings, mkdocs_settings
     if args.checkpoint and len(getattr(args, "specs", ())) > 1:
         raise AtlasError(f"--checkpoint belongs to one model: give one SPEC, not {len(args.specs)}")
     site = mkdocs_settings(getattr(args, "mkdocs", "mkdocs.yml"))
@@ -217,7 +218,7 @@ def _release_rebuildable_caches() -> None:
 
 
 def _run(args) -> int:
-    from atlas import pipeline as atlas_build
+    from atlas import pipeline
     from atlas.document import serialize
     from atlas.load.spec import DEFAULT_SPEC, load
 
@@ -226,7 +227,7 @@ def _run(args) -> int:
         if gc.get_freeze_count():       # a one-shot process (atlas/__main__.py): the model lives to the end too
             gc.freeze()
             _release_rebuildable_caches()
-        doc = atlas_build.document(loaded, _settings(args))
+        doc = pipeline.document(loaded, _settings(args))
         if gc.get_freeze_count():
             _release_rebuildable_caches()
         code = _inputs_report([doc], args.strict, bool(args.input))
@@ -240,17 +241,19 @@ def _run(args) -> int:
         return code
     # a checkpoint and --strict judge the model, not the pages: their verdicts are never taken from the cache
     if args.command in ("build", "check") and not (args.no_cache or args.checkpoint or args.strict):
-        stored = atlas_build.unchanged(args.specs, args.docs, _settings(args))
+        from atlas.site import builder
+        stored = builder.unchanged(args.specs, args.docs, _settings(args))
         if stored is not None:
             print(f"atlas: {len(stored['files'])} generated files match {args.docs}/; nothing they are made from "
                   "changed since they were written (the fingerprint; --no-cache regenerates in full)")
             return EXIT_OK
+    from atlas.site import builder
     if args.command == "build":
-        generated = atlas_build.generate(args.specs, _settings(args), args.docs)
+        generated = builder.generate(args.specs, _settings(args), args.docs)
         if _inputs_report(generated.docs, args.strict, bool(args.input)) != EXIT_OK:
             print("atlas: --strict: nothing written", file=sys.stderr)
             return EXIT_STALE
-        report = atlas_build.write(generated, args.docs)
+        report = builder.write(generated, args.docs)
         names = ", ".join(d.name for d in generated.docs)
         _report(generated)
         for doc in generated.docs:
@@ -262,7 +265,7 @@ def _run(args) -> int:
             print(f"atlas: {names}: {len(report.written)} written, {len(report.deleted)} deleted, "
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
-    generated, diffs = atlas_build.check(args.specs, args.docs, _settings(args))
+    generated, diffs = builder.check(args.specs, args.docs, _settings(args))
     strict = _inputs_report(generated.docs, args.strict, bool(args.input))
     problems = _checkpoint_problems(generated.docs)
     for line in problems:

@@ -32,3 +32,14 @@ def stage(name: str, total: int | None = None):
         yield bar
     finally:
         bar.close()
+
+
+@contextmanager
+def silenced():
+    """No bars inside: the stages of a small run within a stage that has its own bar."""
+    global _enabled
+    was, _enabled = _enabled, False
+    try:
+        yield
+    finally:
+        _enabled = was

@@ -10,11 +10,11 @@ from conftest import ROOT, fixture_spec, lines, page_math, summary, symbols_chec
 from torch import nn
 
 from atlas import pipeline
-from atlas.analyse.equations.derive import EquationMismatch, enrich
+from atlas.analyse.equations.derive import EquationMismatch, with_equations
 from atlas.cli import main
 from atlas.document import EquationStatus
+from atlas.document import input_specs as inputs_mod
 from atlas.extract import walk
-from atlas.extract.probes import probe_shapes
 from atlas.extract.record import plan
 from atlas.load import spec
 
@@ -256,7 +256,7 @@ LEAVES = [
 def _leaf_doc(module, inputs):
     loaded = spec.Loaded("inline", module, None)
     out = plan.record(module, walk.walk(loaded), inputs)
-    return enrich(module, out.doc, out.trace, probe_shapes.inputs_mod.vocabulary(None, None))
+    return with_equations(module, out.doc, out.trace, inputs_mod.vocabulary(None, None))
 
 
 @pytest.mark.parametrize("module,shape", LEAVES, ids=lambda v: type(v).__name__ if isinstance(v, nn.Module) else "")

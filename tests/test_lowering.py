@@ -11,7 +11,7 @@ from atlas.analyse.equations import lower_event as lower_mod
 from atlas.analyse.equations import ops_nn as n
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.arguments import bind
-from atlas.analyse.equations.derive import enrich
+from atlas.analyse.equations.derive import with_equations
 from atlas.document.input_specs import vocabulary
 from atlas.extract import walk
 from atlas.extract.record import plan
@@ -135,7 +135,7 @@ class DtypeExtreme(nn.Module):
 def _doc(model: nn.Module):
     loaded = spec.Loaded("inline", model, None)
     out = plan.record(model, walk.walk(loaded))
-    return enrich(model, out.doc, out.trace, vocabulary(None, None))     # raises EquationMismatch on any mismatch
+    return with_equations(model, out.doc, out.trace, vocabulary(None, None))     # raises EquationMismatch on any mismatch
 
 
 def _lines(doc) -> list[str]:

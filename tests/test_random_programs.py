@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from atlas.analyse.equations.derive import enrich
+from atlas.analyse.equations.derive import with_equations
 from atlas.document.input_specs import vocabulary
 from atlas.extract import walk
 from atlas.extract.record import plan
@@ -69,7 +69,7 @@ def test_random_forward_programs(stmts):
     model = _module(source)
     loaded = spec.Loaded("random", model, None)
     out = plan.record(model, walk.walk(loaded))
-    doc = enrich(model, out.doc, out.trace, vocabulary(None, None))     # raises EquationMismatch on any mismatch
+    doc = with_equations(model, out.doc, out.trace, vocabulary(None, None))     # raises EquationMismatch on any mismatch
     root = doc.root.equations
     assert root.verification.verified, (source, root.verification.reason)
     for comp in doc.components:

@@ -7,8 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from atlas.analyse.reference import class_pages, class_uses, example_runs, small_instance
+from atlas import pipeline
+from atlas.analyse.reference import class_pages, class_uses, example_runs
 from atlas.errors import AtlasError
+from atlas.extract import small_instances
 from atlas.render import reference_pages
 
 
@@ -28,7 +30,7 @@ def models(ldlm_doc, gpt2):
 
 @pytest.fixture(scope="module")
 def built(models):
-    return reference_pages.build(models)
+    return pipeline.references([doc for doc, _ in models], [model for _, model in models])
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def files(built, models):
 def conv2d(built, models):
     """A class no model here uses, generated and rendered the same way: nothing about it is written by hand."""
     from atlas.render import model_pages
-    ref = class_pages.page(nn.Conv2d, [])
+    ref = pipeline.reference_page(nn.Conv2d)
     return ref, reference_pages.render([ref], built[1], [d for d, _ in models], model_pages.environment())
 
 
@@ -207,29 +209,29 @@ def test_nav_starts_with_the_index(built):
 
 def test_a_class_outside_the_catalog_keeps_torchs_words_marked(built, models):
     from atlas.render import model_pages
-    ref = class_pages.page(nn.Softsign, [])
+    ref = pipeline.reference_page(nn.Softsign)
     files = reference_pages.render([ref], built[1], [d for d, _ in models], model_pages.environment())
     assert "(en inglés: la documentación de torch no tiene traducción aquí)" in files["reference/softsign.es.md"]
     assert "(in English" not in files["reference/softsign.md"]
 
 
 def test_a_class_without_small_arguments_says_so():
-    ref = class_pages.page(nn.TransformerEncoder, [])
+    ref = pipeline.reference_page(nn.TransformerEncoder)
     assert ref.call is None and not ref.examples
     assert "no small integer arguments construct it and run its forward()" in ref.reason
     assert "int is not a Module subclass" in ref.reason
 
 
 def test_small_arguments_are_the_first_that_construct_and_run():
-    assert small_instance.build(nn.Linear).call == "nn.Linear(in_features=3, out_features=4)"
-    assert small_instance.build(nn.GroupNorm).call == "nn.GroupNorm(num_groups=3, num_channels=6)"
-    assert small_instance.build(nn.MultiheadAttention).call == "nn.MultiheadAttention(embed_dim=4, num_heads=2)"
-    emb = small_instance.build(nn.Embedding)
+    assert small_instances.build(nn.Linear).call == "nn.Linear(in_features=3, out_features=4)"
+    assert small_instances.build(nn.GroupNorm).call == "nn.GroupNorm(num_groups=3, num_channels=6)"
+    assert small_instances.build(nn.MultiheadAttention).call == "nn.MultiheadAttention(embed_dim=4, num_heads=2)"
+    emb = small_instances.build(nn.Embedding)
     assert [(i.text, i.sizes, i.low, i.high) for i in emb.inputs] == [("input:int64[B,T]", (2, 5), 0, 3)]
 
 
 def test_generation_is_deterministic():
-    first, second = class_pages.page(nn.Embedding, []), class_pages.page(nn.Embedding, [])
+    first, second = pipeline.reference_page(nn.Embedding), pipeline.reference_page(nn.Embedding)
     assert first.examples == second.examples and first.equations == second.equations
 
 

@@ -58,7 +58,7 @@ def of_call(doc: ModelDoc, call: Call) -> Flow | None:
     return Flow(tuple(nodes), tuple(sorted(edges)))
 
 
-def enrich(doc: ModelDoc, trace) -> ModelDoc:
+def with_flow(doc: ModelDoc, trace) -> ModelDoc:
     """Each composite component's flow, from its first complete call in the record."""
     if trace is None or trace.root is None:
         return doc

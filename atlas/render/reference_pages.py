@@ -8,49 +8,15 @@ each with its Spanish pair, <page>.es.md.
 
 from __future__ import annotations
 
-import logging
-import time
-from dataclasses import dataclass
-
 import jinja2
 
 from atlas import i18n
-from atlas.analyse.reference import class_pages, class_uses
+from atlas.analyse.reference import class_pages
+from atlas.analyse.reference.class_uses import Index
 from atlas.document import ModelDoc
 from atlas.render import page_paths
 
-log = logging.getLogger("atlas")
 INDEX = "reference/index.md"
-
-
-@dataclass(frozen=True)
-class Index:
-    classes: tuple[tuple[str, str, tuple], ...]         # (torch.nn.X, slug, uses), by class name
-    kinds: tuple[class_uses.Kind, ...]
-    models: tuple[tuple[str, str], ...]                 # (name, slug), in site order
-    pages: tuple[tuple[str, str], ...]                  # (qualified class, slug) of every class page
-
-    def kinds_of(self, prefix: str) -> list:
-        """The attention variants ("attention/") or the forms of normalization ("norm/")."""
-        return [k for k in self.kinds if k.key.startswith(prefix)]
-
-    def page_of(self, qualname: str) -> str | None:
-        return dict(self.pages).get(qualname)
-
-
-def build(models: list[tuple[ModelDoc, object]]) -> tuple[list[class_pages.ReferencePage], Index]:
-    """The pages and the index of the documented models: (ModelDoc, nn.Module) pairs."""
-    start = time.perf_counter()
-    used = class_uses.uses(models)
-    classes = class_pages.page_classes(used)
-    slugs = {f"torch.nn.{c.__name__}": class_pages.slug(c) for c in classes}
-    refs = [class_pages.page(c, used.get(c, []), slugs) for c in classes]
-    docs = [doc for doc, _ in models]
-    log.info("reference: %d classes in %.1f s", len(refs), time.perf_counter() - start)
-    index = Index(tuple((r.cls, r.slug, r.used_in) for r in refs if r.used_in),
-                  tuple(class_uses.kinds(docs)), tuple((d.name, d.slug) for d in docs),
-                  tuple((r.qualname, r.slug) for r in refs))
-    return refs, index
 
 
 def _linker(here: str, docs: list[ModelDoc]):

@@ -1,4 +1,4 @@
-"""The `atlas` mkdocs plugin: glue around atlas.pipeline.build(), nothing more.
+"""The `atlas` mkdocs plugin: glue around atlas.site.builder, nothing more.
 
     plugins:
       - search
@@ -24,10 +24,11 @@ from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 
-from atlas import i18n, pipeline
+from atlas import i18n
 from atlas.errors import AtlasError
 from atlas.load import memory
-from atlas.site import katex, search_index, search_text
+from atlas.load.settings import Settings, mkdocs_settings
+from atlas.site import builder, katex, search_index, search_text
 
 log = logging.getLogger("mkdocs.plugins.atlas")
 
@@ -86,20 +87,20 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         specs = [(m.spec, tuple(m.inputs), m.checkpoint) for m in self.config.models] or None
         site_url = config.site_url or None
         if self.serving:    # serve puts its own address in site_url; permalinks keep the configured one
-            site_url = pipeline.mkdocs_settings(config.config_file_path).get("site_url")
-        settings = pipeline.Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
+            site_url = mkdocs_settings(config.config_file_path).get("site_url")
+        settings = Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
                                      site_url=site_url, repo_url=config.repo_url or None,
                                      site_name=config.site_name, base_dir=str(self._root(config)))
         self.user_nav = config.nav
         try:
-            stored = pipeline.unchanged(specs, config.docs_dir, settings) if self.config.cache else None
+            stored = builder.unchanged(specs, config.docs_dir, settings) if self.config.cache else None
             if stored is not None:
                 self.navs, self.sources = stored["nav"], stored["sources"]
                 log.info("atlas: 0 pages written, 0 deleted, %d unchanged (the stored fingerprint matches)",
                          len(stored["files"]))
             else:
-                generated, report = pipeline.build(specs, config.docs_dir, settings)
-                self.navs, self.sources = pipeline.navigation(generated), generated.sources
+                generated, report = builder.build(specs, config.docs_dir, settings)
+                self.navs, self.sources = builder.navigation(generated), generated.sources
                 log.info("atlas: %d pages written, %d deleted, %d unchanged",
                          len(report.written), len(report.deleted), len(report.unchanged))
             self.katex = self.katex or katex.Renderer(self._root(config))

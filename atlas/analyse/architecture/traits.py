@@ -150,7 +150,7 @@ def _context(model: nn.Module, doc: ModelDoc, root: Call | None) -> list[Trait]:
     return out[:1]
 
 
-def enrich(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
+def with_architecture(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
     root = trace.root if trace is not None else None
     stacks = find_stacks(doc, root)
     widths, heads, kv, ffn, experts = [], [], [], [], []

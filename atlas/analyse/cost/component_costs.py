@@ -27,7 +27,7 @@ def pinned_sizes(trace) -> dict[str, int]:
     return {s: int(trace.hints[s]) for s in trace.specialized if s in trace.hints}
 
 
-def enrich(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) -> ModelDoc:
+def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None) -> ModelDoc:
     """Costs are counted where the record holds: at the sizes it was pinned to, with those sizes put in (a count
     read off a record made at T = 17 is no formula in T). `fixed`: the sizes --dim gave (T=16); the record was made
     at them, so the pages evaluate there too."""

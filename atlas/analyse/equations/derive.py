@@ -147,7 +147,7 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
     return replace(eq, verification=check), sentence
 
 
-def enrich(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DEFAULT_BUDGET_BYTES, tick=None,
+def with_equations(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DEFAULT_BUDGET_BYTES, tick=None,
            run: bool = True) -> ModelDoc:
     """Derive every component's equations; with `run`, also check them against forward()."""
     link_ids = {path: c.id for c in doc.components for path in c.module_paths}

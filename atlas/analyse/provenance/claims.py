@@ -164,7 +164,7 @@ def _show(value) -> str:
     return str(value)
 
 
-def enrich(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> ModelDoc:
+def with_provenance(model: nn.Module, doc: ModelDoc, repo_url: str | None = None) -> ModelDoc:
     reader = CodeReader()
     out = []
     for comp in doc.components:

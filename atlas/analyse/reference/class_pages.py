@@ -2,7 +2,7 @@
 
 Everything a page needs is generated from the real class: the signature (`inspect.signature`), what the class is
 and what each parameter does (the class docstring: its first paragraph and its Args section), a small instance
-with its shapes and its equations verified against forward() as a component's are (atlas/analyse/reference/small_instance.py),
+with its shapes and its equations verified against forward() as a component's are (atlas/extract/small_instances.py),
 and an example that runs, with what it printed (atlas/analyse/reference/example_runs.py). A data file next to the templates
 (templates/reference/<Class>.yml) may add a better summary, more examples, FAQ and use cases; families.yml holds
 the comparison tables. Texts from docstrings and data files go through the reference catalog.
@@ -197,9 +197,11 @@ def page_classes(used: dict[type, list]) -> list[type]:
     return sorted(out, key=lambda c: c.__name__)
 
 
-def page(cls: type, used_in: list[Use], slugs: dict[str, str] | None = None) -> ReferencePage:
-    """The reference page of `cls`; `slugs` maps the classes that have pages ("torch.nn.X") to their slug."""
-    data, instance, doc, examples, sig, params = _made(cls)
+def page(cls: type, instance, doc, used_in: list[Use], slugs: dict[str, str] | None = None) -> ReferencePage:
+    """The reference page of `cls`: `instance` is its small instance (atlas.extract.small_instances), `doc` that
+    instance documented as a one-component model (None where it does not run); `slugs` maps the classes that have
+    pages ("torch.nn.X") to their slug."""
+    data, examples, sig, params = _made(cls, instance)
     fam = _family_of(cls)
     family = None
     if fam is not None:
@@ -218,16 +220,18 @@ def page(cls: type, used_in: list[Use], slugs: dict[str, str] | None = None) -> 
         tuple(_text(u) for u in data.get("uses", ())), tuple(used_in), torch.__version__)
 
 
-@functools.lru_cache(maxsize=None)
-def _made(cls: type) -> tuple:
-    """What a class's page is made of whatever uses it: its data file, its small instance recorded and verified,
-    and its examples run. The same in one process for the same torch and atlas, so a process that builds again
-    (`mkdocs serve` after an edit, a test suite) makes each class's once."""
-    from atlas.analyse.reference import example_runs, small_instance
+_MADE: dict = {}        # class -> what its page is made of, whatever uses it
+
+
+def _made(cls: type, instance) -> tuple:
+    """What a class's page is made of whatever uses it: its data file and its examples run. The same in one process
+    for the same torch and atlas, so a process that builds again (`mkdocs serve` after an edit, a test suite) makes
+    each class's once."""
+    if cls in _MADE:
+        return _MADE[cls]
+    from atlas.analyse.reference import example_runs
     data = load_data(cls)
     where = f"templates/reference/{cls.__name__}.yml"
-    instance = small_instance.build(cls)
-    doc = small_instance.record(instance) if instance.runs else None
     examples = []
     if instance.runs:
         examples.append(_example(i18n.msg("On a small input"), i18n.msg(
@@ -239,7 +243,8 @@ def _made(cls: type) -> tuple:
                                  lambda code=e["code"].rstrip(): example_runs.localized(code),
                                  f"{where} example '{e['title']}'"))
     sig, params = signature(cls)
-    return data, instance, doc, tuple(examples), sig, params
+    _MADE[cls] = data, tuple(examples), sig, params
+    return _MADE[cls]
 
 
 def slug(cls: type) -> str:

@@ -174,3 +174,24 @@ def _attention(facts: dict) -> tuple[str, Text, Text, Text]:
 
 def _member(doc: ModelDoc, comp, detail) -> Member:
     return Member(doc.name, doc.slug, comp.id, comp.name, comp.cls, comp.instances, detail)
+
+
+@dataclass(frozen=True)
+class Index:
+    classes: tuple[tuple[str, str, tuple], ...]         # (torch.nn.X, slug, uses), by class name
+    kinds: tuple[Kind, ...]
+    models: tuple[tuple[str, str], ...]                 # (name, slug), in site order
+    pages: tuple[tuple[str, str], ...]                  # (qualified class, slug) of every class page
+
+    def kinds_of(self, prefix: str) -> list:
+        """The attention variants ("attention/") or the forms of normalization ("norm/")."""
+        return [k for k in self.kinds if k.key.startswith(prefix)]
+
+    def page_of(self, qualname: str) -> str | None:
+        return dict(self.pages).get(qualname)
+
+
+def index(refs: list, docs: list[ModelDoc]) -> Index:
+    """The cross-model index of the reference pages `refs` (atlas.analyse.reference.class_pages) and `docs`."""
+    return Index(tuple((r.cls, r.slug, r.used_in) for r in refs if r.used_in), tuple(kinds(docs)),
+                 tuple((d.name, d.slug) for d in docs), tuple((r.qualname, r.slug) for r in refs))

@@ -1,6 +1,6 @@
 """The examples of a reference page, in the page's language, run when the page is generated.
 
-- `generated(instance)`: the example every page has, written from the small instance (atlas/analyse/reference/small_instance.py):
+- `generated(instance)`: the example every page has, written from the small instance (atlas/analyse/reference/small_instances.py):
   construct it, build its input, call it, print the shapes and the parameter count;
 - `localized(code)`: a data file's example with its comments and the strings it prints in the active language,
   from the reference catalog (`texts(code)` lists them for the catalog);
@@ -69,7 +69,7 @@ def _describe(i) -> object:
 
 
 def _high(i) -> int:
-    from atlas.analyse.reference.small_instance import OTHER_SIZE
+    from atlas.extract.small_instances import OTHER_SIZE
     return i.high or OTHER_SIZE
 
 
@@ -87,7 +87,7 @@ def _comment(text) -> str:
 
 
 def _probe(instance):
-    from atlas.analyse.reference.small_instance import run as run_instance
+    from atlas.extract.small_instances import run as run_instance
     return run_instance(instance.module, instance.inputs)
 
 

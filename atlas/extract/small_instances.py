@@ -1,5 +1,5 @@
 """The small instance a reference page is about: a torch.nn class built with small arguments and run on a small
-input, its shapes and equations recorded and verified as a component's are.
+input. The pipeline documents it as a one-component model: its shapes and equations, verified as a component's are.
 
 Nothing is chosen per class. The required integer arguments take values from PALETTE, tried in a fixed order
 until the class constructs and its forward() runs; the input is what input discovery (atlas/extract/discover/discovery.py) says
@@ -139,15 +139,3 @@ def tensors(inputs) -> list[torch.Tensor]:
 def run(module: nn.Module, inputs) -> object:
     with torch.no_grad():
         return module(*tensors(inputs))
-
-
-def record(instance: Instance):
-    """The instance documented as a one-component model: shapes and equations, verified against forward()."""
-    from atlas.analyse.equations.derive import enrich
-    from atlas.document import input_specs as inputs_mod
-    from atlas.extract import walk
-    from atlas.extract.record import plan
-    from atlas.load import spec
-    loaded = spec.Loaded(f"torch.nn.{instance.cls.__name__}", instance.module, None)
-    outcome = plan.record(instance.module, walk.walk(loaded), [i.text for i in instance.inputs])
-    return enrich(instance.module, outcome.doc, outcome.trace, inputs_mod.vocabulary(None, None))
