@@ -25,7 +25,7 @@ def test_a_new_template_string_without_translation_fails(tmp_path):
 
 
 def test_the_message_templates_are_current():
-    """atlas/locale/<domain>.pot holds what `python -m atlas.site.message_catalogs update` extracts now."""
+    """atlas/i18n/locale/<domain>.pot holds what `python -m atlas.site.message_catalogs update` extracts now."""
     from babel.messages.pofile import read_po
     for domain in i18n.DOMAINS:
         with (i18n.LOCALE_DIR / f"{domain}.pot").open("rb") as f:

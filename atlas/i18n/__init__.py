@@ -6,8 +6,8 @@ generator's own sentences (`msg`, kept as `Text` in the model until a page is re
 and the reference pages' data. Names, docstrings and code from the model are shown as they
 are in every language, as are math and code.
 
-The catalogs are atlas/locale/<lang>/LC_MESSAGES/<domain>.po; `python -m atlas.i18n update`
-extracts the messages again (atlas/locale/<domain>.pot) and merges them into every .po.
+The catalogs are atlas/i18n/locale/<lang>/LC_MESSAGES/<domain>.po; `python -m atlas.site.message_catalogs update`
+extracts the messages again (atlas/i18n/locale/<domain>.pot) and merges them into every .po.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def _rebuild(msgid, plural, n, args, lower=False):
 
 
 def msg(msgid: str, /, **args) -> Text:
-    """A translatable sentence with %(name)s arguments. Extracted by `python -m atlas.i18n update`."""
+    """A translatable sentence with %(name)s arguments. Extracted by `python -m atlas.site.message_catalogs update`."""
     return Text(msgid, **args)
 
 

@@ -149,9 +149,3 @@ def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
                   both=msg(", in both directions") if mod.bidirectional else "",
                   start=msg("a zero state") if h0 is None else msg("the state the call gives"))
     return Leaf((t.Item(node, i=0), t.Item(node, i=1)), inline=False, summary=summary)
-
-
-def cell_steps(prog, leaf_out) -> list:
-    """The cell's (key, node) pairs of a recurrent leaf, for printing."""
-    scan = leaf_out[0].args[0] if isinstance(leaf_out, tuple) else None
-    return scan.meta["cell"] if isinstance(scan, Scan) else []

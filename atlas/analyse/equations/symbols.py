@@ -104,8 +104,3 @@ def subscripted(base: str, attr: str) -> str:
     if "_{" in base or "^{" in base or "_" in base:
         return "{" + base + "}_{\\mathrm{" + clean + "}}"
     return f"{base}_{{\\mathrm{{{clean}}}}}"
-
-
-def primed(tex: str, n: int) -> str:
-    """The n-th reassignment of a name: x, x', x''."""
-    return tex + "'" * n

@@ -43,11 +43,6 @@ class Stack:
             need = max(1, (need - 1) * layer.stride + layer.dilation * (layer.kernel - 1) + 1 - 2 * layer.padding)
         return need
 
-    def length_out(self, length: int) -> int:
-        for layer in self.layers:
-            length = (length + 2 * layer.padding - layer.dilation * (layer.kernel - 1) - 1) // layer.stride + 1
-        return length
-
     def stride(self) -> int:
         total = 1
         for layer in self.layers:
