@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "verify", True):
         # checking equations materializes instance after instance: their memory is kept for the next one; a
-        # describe without --verify runs on the meta device and keeps glibc's defaults (1.7 MB less at its peak
-        # on the Llama-3-70B config)
+        # describe without --verify runs on the meta device, materializes no instances, and keeps glibc's
+        # defaults, which hand freed memory back and so keep its peak lower
         memory.keep_freed_memory()
     from atlas import progress
     progress.enable()
@@ -191,12 +191,11 @@ def _inputs_report(docs, strict: bool, given: bool = False) -> int:
 
 def _release_rebuildable_caches() -> None:
     """Let go of what the imports left in caches that rebuild themselves on demand; the memory they free serves the
-    stages after the load and, called again after them, the JSON's. On the Llama-3-70B config, 1.2 MB of the peak
-    RSS:
+    stages after the load and, called again after them, the JSON's. The caches:
     - the source files Python's line cache holds, the ones it can read again: torch's import reads 2.7 MB of lines
       into it (torch/nn/functional.py alone 0.7 MB, for its docstrings and configs) and transformers' adds the
-      model's files; nothing in a describe reads them (atlas.extract.source_spans reads files itself). Entries that are not
-      files (code registered for tracebacks) stay;
+      model's files; nothing in a describe reads them (atlas.extract.source_spans reads files itself). Entries
+      that are not files (code registered for tracebacks) stay;
     - the import system's finders, one per folder imported from (305 after transformers' import), each holding the
       listing of its folder: an import after this makes the finder of its folder again;
     - the `re` module's compiled patterns (288), made again when a pattern not held elsewhere is used again;

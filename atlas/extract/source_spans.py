@@ -2,7 +2,7 @@
 
 inspect keeps every file it reads in `linecache` for the rest of the process, and finds a class by parsing its
 whole file into a syntax tree, once per class (transformers' modeling_utils.py has 5,300 lines); for a large
-model that was most of the provenance stage's memory. Here a file is read once per pass and let go with it; a
+model that would be most of the provenance stage's memory. Here a file is read once per pass and let go with it; a
 function is found from its code object's first line, as inspect finds it; a class from its `class Name` line,
 anchored below by the first method it defines, and by inspect only where that is ambiguous.
 """

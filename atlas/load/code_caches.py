@@ -1,6 +1,6 @@
 """Caches in a model's own code (functools.lru_cache, as BEiT's relative position index has, or transformers'
 wrapper around one) keep the tensors of the run that filled them: the record's fake tensors. A real forward that
-reads one computes with a stale, meaningless tensor (BEiT's attention gave NaN at every value in the check). They
+reads one computes with a stale, meaningless tensor (BEiT's attention would give NaN at every value in the check). They
 are cleared before each forward the atlas runs, so it computes its own.
 
 On symbolic sizes a cache cannot even be asked: its key holds a size, and a symbolic size has no hash ("unhashable

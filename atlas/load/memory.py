@@ -3,11 +3,11 @@ build, check and describe --verify; the mkdocs plugin).
 
 Checking equations materializes one component instance after another on the CPU, each a few MB to a few hundred MB,
 and frees it. glibc's malloc hands every block over its mmap threshold back to the system when it is freed, and its
-heap's free top over its trim threshold; both start small and grow only as blocks are freed. Each new instance was
-then mapped afresh and every page of it faulted in as it was filled: on the LDLM, 1.47 million page faults and 3.8 s
-of system time in a 16.8 s run on one thread. With blocks under 32 MB (glibc's largest mmap threshold) taken from
-the heap, and 256 MB of free heap kept, it is 0.42 million and 1.3 s, and the run 12.0 s, at the same peak RSS
-(1.62 GB). Larger blocks are mapped as before. Elsewhere than glibc (macOS, musl), nothing changes.
+heap's free top over its trim threshold; both start small and grow only as blocks are freed. Under those defaults
+each new instance would be mapped afresh and every page of it faulted in as it is filled, a cost in system time paid
+again for every instance. Blocks under 32 MB (glibc's largest mmap threshold) are therefore taken from the heap, and
+up to 256 MB of free heap is kept, so that the next instance reuses the memory the last one freed. Larger blocks are
+mapped and handed back as glibc does by default. Elsewhere than glibc (macOS, musl), nothing changes.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ again before every call, so the copy takes it detached.
 
 A copy whose values are about to be replaced (`values=False`: the equations' check fills every parameter and
 buffer from a seeded pool) takes its parameters and buffers on the meta device: copying a real model's weights only
-to overwrite them allocated and wrote them twice (a third of the LDLM's verification time, most of it page faults).
+to overwrite them would allocate and write them twice, faulting in every page of the first copy for nothing.
 """
 
 from __future__ import annotations

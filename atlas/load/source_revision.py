@@ -81,9 +81,9 @@ def locate(file: str, repo_url: str | None) -> Source:
 def _distribution_of(top: str) -> str:
     """The distribution that installs the import package `top`: the one of that name when its file list has it,
     else the first whose top_level.txt names it, else the first whose file list has it. Reading every installed
-    distribution's file list up front cost 10 MB of peak memory for the one or two packages a model comes from.
-    The one of that name is taken when the package sits where it installs files: transformers' file list has
-    3,000 lines (3.5 MB as path objects, 1.7 MB as text) for that one answer."""
+    distribution's file list up front would cost megabytes of peak memory for the one or two packages a model
+    comes from. The one of that name is taken when the package sits where it installs files: transformers' file
+    list has 3,000 lines (3.5 MB as path objects, 1.7 MB as text) for that one answer."""
     installed = re.compile(rf"^\"?{re.escape(top)}(/|\.py\b)", re.M)
 
     def installs(dist) -> bool:

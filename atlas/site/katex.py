@@ -19,9 +19,9 @@ INLINE = re.compile(r'<span class="arithmatex"(?: data-search-exclude)?>\\\((.*?
 
 
 def exclude_from_search(content: str) -> str:
-    """A page's math, still LaTeX, marked for Material's search to leave out. Rendered, it read in the index as
-    glyph soup ("μd(x)σd2(x)yε=7681j=1∑768..."), and parsing KaTeX's markup was about half of the site build;
-    the page is rendered (Renderer.page) after the search has read it."""
+    """A page's math, still LaTeX, marked for Material's search to leave out. Rendered first, it would read in the
+    index as glyph soup ("μd(x)σd2(x)yε=7681j=1∑768..."), and parsing KaTeX's markup would take about half of the
+    site build; the page is rendered (Renderer.page) after the search has read it."""
     return (content.replace('<div class="arithmatex">', '<div class="arithmatex" data-search-exclude>')
             .replace('<span class="arithmatex">', '<span class="arithmatex" data-search-exclude>'))
 

@@ -1,7 +1,7 @@
 """Bring a docs tree in line with generated files: write only what changed, atomically; or just compare.
 
 Each model owns the folder docs/<slug>/, marked by a `.atlas` file. Files there
-that the build no longer generates are deleted; a folder without the marker is
+that the build does not generate are deleted; a folder without the marker is
 never touched.
 """
 

@@ -39,7 +39,7 @@ def _shape(x):
 
 def _pairs(n):
     """The query-key pairs of a causal attention over n positions, n(n+1)/2, exact where n is a Python int (a pinned
-    size: n * (n + 1) / 2 was a float, and every causal count after it)."""
+    size: n * (n + 1) / 2 would be a float, and so would every causal count after it)."""
     return sympy.Integer(n) * (n + 1) / 2 if isinstance(n, int) else n * (n + 1) / 2
 
 
@@ -189,8 +189,8 @@ def activation_bytes(call: Call, saved: dict, first_call_for, memo: dict | None 
     """Bytes saved for the backward pass by one call and everything under it, each storage once.
 
     A repeated entry that was not run counts its first entry's bytes (its own copies of the same shapes): each
-    first entry's total is summed once and multiplied by how many entries repeat it, so a 126-layer stack costs
-    what a 1-layer one does. `memo` (id of a first call -> its total) may be shared between calls."""
+    first entry's total is summed once and multiplied by how many entries repeat it, so a deep stack's repeated
+    layers are walked once, not once each. `memo` (id of a first call -> its total) may be shared between calls."""
     seen: dict = {}
     repeats: dict = {}                                   # id(first call) -> [first call, entries not run]
     memo = {} if memo is None else memo
@@ -243,8 +243,8 @@ class Costs:
             result = self.of(first) if first is not None and first is not call else (sympy.Integer(0), None, set())
             self._memo[id(call)] = result
             return result
-        # the terms are summed once at the end: adding them one by one rebuilt the sum at every step, which for a
-        # stack of 126 repeated layers was a sizable part of a describe's cost that grows with depth
+        # the terms are summed once at the end: adding them one by one would rebuild the sum at every step, a cost
+        # that grows with the depth of a stack of repeated layers
         dense, causal, any_causal, uncounted = [], [], False, set()
         for ev in call.events:
             if isinstance(ev, Call):

@@ -3,9 +3,9 @@
 Everything a page needs is generated from the real class: the signature (`inspect.signature`), what the class is
 and what each parameter does (the class docstring: its first paragraph and its Args section), a small instance
 with its shapes and its equations verified against forward() as a component's are (atlas/extract/small_instances.py),
-and an example that runs, with what it printed (atlas/analyse/reference/example_runs.py). A data file next to the templates
-(templates/reference/<Class>.yml) may add a better summary, more examples, FAQ and use cases; families.yml holds
-the comparison tables. Texts from docstrings and data files go through the reference catalog.
+and an example that runs, with what it printed (atlas/analyse/reference/example_runs.py). A data file next to the
+templates (templates/reference/<Class>.yml) may add a better summary, more examples, FAQ and use cases;
+families.yml holds the comparison tables. Texts from docstrings and data files go through the reference catalog.
 """
 
 from __future__ import annotations
@@ -172,8 +172,8 @@ def families() -> dict:
 
 
 def _data_file(path: Path):
-    """A data file, parsed once per text of it in a process (a build asked for families.yml once per reference
-    page, 4 ms each); the result is shared, so read, never changed."""
+    """A data file, parsed once per text of it in a process (a build reads families.yml for every reference
+    page); the result is shared, so read, never changed."""
     return _parsed(path.read_text())
 
 

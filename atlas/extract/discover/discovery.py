@@ -161,7 +161,7 @@ def _source_and_target(found: list[Found], bounds: list[tuple[str, Bound]]) -> t
         source = audio if audio and any(f.name in TOKEN_IDS and uses_t(f) for f in found) else set()
     if not source:
         return found, [b for _, b in bounds]
-    def to_s(text):             # the reasons state the bounds they found on T ("set T >= 400"): now on S
+    def to_s(text):             # the reasons state the bounds they found on T ("set T >= 400"), which hold for S
         return text.with_words(lambda w: re.sub(r"\bT\b", "S", w)) if isinstance(text, Text) else text
     out = [replace(f, candidates=tuple(_renamed(c, "T", "S") for c in f.candidates), because=to_s(f.because))
            if f.name in source else f for f in found]

@@ -15,8 +15,7 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     """Where pages evaluate the formulas: at a size the code was pinned to, if it was; the model's
     `atlas_reference_sizes`, else B = 1 and T (and an encoder-decoder's source length S) = 1024, within the config's
     position limit and within the largest size the code allows (`upper`: a table of 32 positions, an assert, a
-    --dim bound); images at the config's image_size, else 224 × 224 (MobileViT's small config, 64 × 64, was counted
-    at 224 × 225)."""
+    --dim bound); images at the config's image_size (MobileViT's small config: 64 × 64), else 224 × 224."""
     config = getattr(model, "config", None)
     declared = {**(hooks_of(model).reference_sizes or {}), **(pinned or {})}
     stated = stated_contexts(config)

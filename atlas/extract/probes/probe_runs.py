@@ -166,10 +166,11 @@ def _repeat_wrappers(model: nn.Module, doc: ModelDoc) -> list:
 
 def cpu_copy(model: nn.Module) -> nn.Module:
     """A CPU copy with made-up weights. Its buffers keep their values where the model has them (on the meta device,
-    those its constructor made from Python data, atlas/load/buffer_values.py); elsewhere integer buffers are zeros (a buffer of position ids indexes a table: left as uninitialized
-    memory it indexes out of range), flags are set and floats small. The weights come from a generator seeded
-    alike on every run (torch's CPU one, forked: the caller's stream goes on as it was): a router's choices,
-    and with them which experts run and on how many tokens, are the same on every run."""
+    those its constructor made from Python data, atlas/load/buffer_values.py); elsewhere integer buffers are zeros
+    (a buffer of position ids indexes a table: left as uninitialized memory it indexes out of range), flags are set
+    and floats small. The weights come from a generator seeded alike on every run (torch's CPU one, forked: the
+    caller's stream goes on as it was): a router's choices, and with them which experts run and on how many
+    tokens, are the same on every run."""
     cpu = deep_copy(model, values=False).to_empty(device="cpu")     # every value is set below
     known = buffer_values.known(model)
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
@@ -234,7 +235,8 @@ def concrete_record(model: nn.Module, specs, probe: dict, budget_bytes: int):
 def meta_runs(model: nn.Module, specs, probes, doc: ModelDoc) -> list:
     """The probes on the meta device; where they fail for a dtype, again with the calls that fail so run in
     bfloat16 and their results put back in the dtype they were given (torch's meta kernel for a grouped matmul of
-    experts takes bfloat16 only, its CPU kernel any float: Jamba's probes ran on a CPU copy)."""
+    experts takes bfloat16 only, its CPU kernel any float: without this, Jamba's probes would run on a CPU
+    copy)."""
     from atlas.extract.record.escalation import dtype_error
     try:
         return run_probes(model, specs, probes, "meta", doc)

@@ -10,8 +10,8 @@ from atlas.document import input_specs as inputs_mod
 # fourth is there to refute a fit the first three allow by coincidence (Longformer's length padded to its window,
 # ceil(T/8)*8, at (B, T) = (2, 6), (3, 10), (5, 14) is 8, 16, 16, which -8*B + 4*T fits too; at (7, 19) it is 24).
 # No column is an affine function of another (their steps differ), so no symbol's formula fits another's dims:
-# H at 6, 10, 14, 19 beside W at 4, 8, 12, 17 made W - 2 fit every H dim of a CNN, and both shifted to one
-# smallest size made them equal.
+# H at 6, 10, 14, 19 beside W at 4, 8, 12, 17 would make W - 2 fit every H dim of a CNN, and both shifted to one
+# smallest size would make them equal.
 PROBE_VALUES = ((2, 3, 5, 7), (6, 10, 14, 19), (4, 9, 11, 16), (9, 15, 21, 26), (7, 11, 13, 23))
 
 

@@ -201,8 +201,8 @@ def _kept(t: Attempt, trace, choice: Choice, specs, symbols) -> bool:
 
 def _smallest_sizes(model: nn.Module, texts) -> dict:
     """For inputs given (--input, atlas_inputs): the smallest sizes the code takes, as discovery finds them (a conv
-    stack's receptive field), for the symbols the inputs name: a strided conv stack given [B, 1, T] was run at the
-    default T = 17, too short for it. Only the lower limits; the given shapes stand."""
+    stack's receptive field), for the symbols the inputs name: a strided conv stack given [B, 1, T] would otherwise
+    run at the default T = 17, too short for it. Only the lower limits; the given shapes stand."""
     from atlas.extract.discover.discovery import discover
     named = {d for t in texts for d in inputs_mod.parse_input(t).dims if isinstance(d, str)}
     try:

@@ -1,5 +1,5 @@
 """Module calls that go around `__call__`: code that runs a child's `forward()` itself (SqueezeBERT's encoder runs
-`layer.forward(...)` on each layer) fires none of the child's hooks, and the child read as never called while
+`layer.forward(...)` on each layer) fires none of the child's hooks, and the child would read as never called while
 its own children ran. While `watching` is open, each module's `forward` is looked up through a wrapper that hands
 such a call to the same listeners the hooks have; a call through `__call__` passes straight on, its hooks fire.
 """

@@ -311,8 +311,8 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
     # -- entering and leaving -----------------------------------------------------------------
     def open(self, module: nn.Module) -> None:
         """A `closed` module (a repeated list entry the run may skip, see __init__) runs after all: the modules
-        below it are hooked, and their weights known, from now on. Until then hooks and owners on all of a
-        126-layer model's modules cost memory for nothing."""
+        below it are hooked, and their weights known, from then on. Hooks and owners on all of a 126-layer model's
+        modules from the start would cost memory for nothing."""
         self._deferred.discard(id(module))
         self._register(module, self._paths.get(id(module), ""))
         for child in module.children():

@@ -2,8 +2,9 @@
 
 The symbolic run gives every size as an expression in the input symbols and costs no memory for weights
 or activations. A repeated list entry is run once: later entries whose inputs have exactly the first
-entry's shapes are not run again (same code, same shapes), so a 126-layer model costs what a 1-layer one
-does. Where the symbolic run fails, the caller falls back to concrete probes (see atlas.extract.probes.probe_shapes).
+entry's shapes are not run again (same code, same shapes), so a deep model's repeated layers run once,
+not once each. Where the symbolic run fails, the caller falls back to concrete probes (see
+atlas.extract.probes.probe_shapes).
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ def _guard_listener(rec: Recorder, si: SymbolicInputs):
 
 def concrete(model: nn.Module, example: dict, device: str, names: bool = True) -> Trace:
     """Run `model` on concrete tensors (meta or CPU): sizes are ints. Gradients on, as in the symbolic run, so that
-    what autograd saves for the backward pass is recorded (it read 0 bytes); a forward that runs only without them
-    (an in-place write into a weight) is recorded so, its saved bytes unknown (`saved` None)."""
+    what autograd saves for the backward pass is recorded: without them it saves nothing. A forward that runs only
+    without them (an in-place write into a weight) is recorded so, its saved bytes unknown (`saved` None)."""
     trace = _concrete(model, example, device, names, grad=True)
     if trace.error is None:
         return trace
@@ -140,7 +141,7 @@ class RecordTimeout(Exception):
 @contextlib.contextmanager
 def _deadline(seconds: float):
     """Stops a forward on fake tensors that runs past `seconds`: torch's arithmetic on sizes of nested floor
-    divisions can run for good (transformers' Swin at 224 x 225 pixels ran past 300 s with nothing on stderr). The
+    divisions can run for good, with nothing on stderr (transformers' Swin at 224 x 225 pixels). The
     run then fails there and says so, as any failed run does. Only in the main thread, and only where nothing
     else set a SIGALRM handler."""
     if threading.current_thread() is not threading.main_thread() or \
@@ -173,7 +174,7 @@ def _conversions_that_change_nothing():
     """`module.to(...)` in a forward that asks for the dtype and device its tensors have (Switch's router runs
     `self.classifier = self.classifier.to(self.dtype)` on every call) returns the module as it is, as torch does for
     plain tensors: torch's own conversion swaps each parameter for a new one, which fake tensors refuse ("Couldn't
-    swap Linear.weight"), and the run failed. A conversion that changes a tensor runs as torch runs it."""
+    swap Linear.weight"), and the run would fail. A conversion that changes a tensor runs as torch runs it."""
     to = nn.Module.to
 
     def unchanged(module: nn.Module, *args, **kwargs):
@@ -196,7 +197,7 @@ def _conversions_that_change_nothing():
 def _flags_decided():
     """A flag the code computes from a size (`is_causal = self.is_causal and T > 1`, Moonshine's decoder) is a
     SymBool on symbolic sizes, which scaled_dot_product_attention's argument parser refuses before any torch
-    function mode sees the call ("must be bool, not SymBool"), and the symbolic run failed. It is decided as Python
+    function mode sees the call ("must be bool, not SymBool"), and the symbolic run would fail. It is decided as Python
     decides an `if` on it: at the record's sizes, the condition kept among the record's branches."""
     sdpa = F.scaled_dot_product_attention
 

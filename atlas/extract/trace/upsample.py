@@ -2,7 +2,7 @@
 
 F.interpolate works out the output size in Python, `floor(float(size) * scale)`, which pins every size it reads
 to its hint; and with `size=` the composite kernel refuses symbolic sizes outright. Either way an upsampling model
-(a U-Net, a segmentation head) lost its symbolic record. The `.vec` upsample ops' decompositions compute the same
+(a U-Net, a segmentation head) would lose its symbolic record. The `.vec` upsample ops' decompositions compute the same
 size symbolically (torch._decomp's upsample_compute_output_size) and run the kernels' meta functions.
 """
 
