@@ -231,7 +231,8 @@ def _run(args) -> int:
             _release_rebuildable_caches()
         code = _inputs_report([doc], args.strict, bool(args.input))
         if args.json:
-            serialize.dump(serialize.as_dict(doc), sys.stdout)
+            from atlas.render import json_export
+            serialize.dump(json_export.as_dict(doc), sys.stdout)
         else:
             from atlas.render.terminal_table import table
             print(table(doc))

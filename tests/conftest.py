@@ -37,15 +37,15 @@ def fixture_spec(name: str) -> str:
 
 def lines(doc, cid: str) -> list[str]:
     """A component's steps as a reader sees them: plain LaTeX, every symbol by its name."""
-    from atlas.render.math_markup import plain
+    from atlas.render.math_markup import names_of, plain
     e = doc.component(cid).equations
-    return [plain(s.tex, e.names()) for s in e.steps]
+    return [plain(s.formula, names_of(e)) for s in e.steps]
 
 
 def summary(doc, cid: str) -> list[str]:
-    from atlas.render.math_markup import plain
+    from atlas.render.math_markup import names_of, plain
     e = doc.component(cid).equations
-    return [plain(s, e.names()) for s in e.summary]
+    return [plain(s, names_of(e)) for s in e.summary]
 
 
 def page_math(text: str) -> str:

@@ -20,7 +20,7 @@ def snapshot(name: str) -> str:
     """The text kept for one fixture model: per component, its symbols (key, name, kind, stream), then its steps
     with the key each defines and its shape, then its constants and verification."""
     from atlas import pipeline
-    from atlas.render.math_markup import plain
+    from atlas.render.math_markup import names_of, plain
     doc = pipeline.describe(f"{HERE / 'fixtures' / 'golden_models.py'}:{name}")
     out = [f"# {doc.name} ({name}): {len(doc.components)} components"]
     for c in doc.components:
@@ -28,13 +28,13 @@ def snapshot(name: str) -> str:
         out.append(f"\n== {c.id or '(model)'}  {c.cls}  [{e.status.value}]")
         if e.reason:
             out.append(f"   reason: {e.reason}")
-        names = e.names()
+        names = names_of(e)
         for s in e.symbols:
-            out.append(f"   sym {s.key:28} {s.tex:40} {s.kind}{' ' + s.stream if s.stream else ''}")
+            out.append(f"   sym {s.key:28} {names[s.key]:40} {s.kind}{' ' + s.stream if s.stream else ''}")
         for st in e.steps:
             shape = "[" + ", ".join(str(d.symbol or d.value) for d in st.shape) + "]" if st.shape else ""
             section = f"({st.section}) " if st.section else ""
-            out.append(f"   {st.defines or '-':6} {section}{plain(st.tex, names)}  {shape}")
+            out.append(f"   {st.defines or '-':6} {section}{plain(st.formula, names)}  {shape}")
         for line in e.constants:
             out.append(f"   const {plain(line, names)}")
         v = e.verification

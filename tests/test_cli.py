@@ -73,9 +73,10 @@ def test_describe_imports_only_what_the_model_needs():
 
 
 def test_describe_json_keys(ldlm_doc):
-    """The LDLM's describe --json data (the CLI prints exactly serialize.as_dict: test_describe_verify_prints_json)."""
+    """The LDLM's describe --json data (the CLI prints exactly json_export.as_dict: test_describe_verify_prints_json)."""
     from atlas.document import serialize
-    data = json.loads(serialize.dumps(serialize.as_dict(ldlm_doc)))
+    from atlas.render import json_export
+    data = json.loads(serialize.dumps(json_export.as_dict(ldlm_doc)))
     assert data["model"] == "LDLM"
     assert all(c["verification"]["verified"] for c in data["components"])
     assert {"parameters", "trained", "frozen", "buffers"} <= set(data["totals"])
@@ -93,10 +94,11 @@ def test_describe_verify_prints_json(capsys):
     from atlas import pipeline
     from atlas.document import serialize
     from atlas.load import spec
+    from atlas.render import json_export
     assert main(["describe", "tests/fixtures/nanogpt.py:gpt", "--json", "--verify"]) == 0
     out = capsys.readouterr().out
     doc = pipeline.document(spec.load("tests/fixtures/nanogpt.py:gpt"), pipeline.Settings())
-    assert out == serialize.dumps(serialize.as_dict(doc))
+    assert out == serialize.dumps(json_export.as_dict(doc))
     data = json.loads(out)
     assert data["components"] and all(c["verification"]["verified"] for c in data["components"])
 

@@ -17,6 +17,7 @@ from atlas.document import input_specs as inputs_mod
 from atlas.extract import walk
 from atlas.extract.record import plan
 from atlas.load import spec
+from atlas.render.latex import latex
 
 SOFTCAP = r"F = 50\,\tanh\!\Big(\frac{S}{50\,\sqrt{64}}\Big)"
 Q_NORM = (r"Q = {\gamma_{\mathrm{q\,norm}}}\odot \frac{{q}^{h}}"
@@ -47,7 +48,7 @@ def test_attention_page(ldlm_doc):
     assert r"{v_{a}} = {{p_{a}}}_{1537:2304}" in text
     e = ldlm_doc.component("latent_encoder.blocks.attn").equations
     # the softmax runs over 2T keys: the step's own shape says so
-    softmax = next(s for s in e.steps if "exp" in s.tex)
+    softmax = next(s for s in e.steps if "exp" in latex(s.formula))
     assert [d.symbol or d.value for d in softmax.shape] == ["B", 12, "T", "2*T"]
     assert {x.stream for x in e.symbols} == {"q", "k", "v", None}
 
@@ -60,7 +61,7 @@ def test_block_page_carries_the_block_index(ldlm_doc):
     assert r"g = {h_{\mathrm{mlp}}}\odot \Phi\left({h_{\mathrm{mlp}}}\right)" in text    # h of the MLP, not the input h
     assert SOFTCAP in text
     e = ldlm_doc.component("latent_encoder.blocks").equations
-    assert len(e.steps) == 26 and e.constants == (r"\atlasref{c.eps.1e-05} = 10^{-5}",)   # ε stated once
+    assert len(e.steps) == 26 and tuple(map(latex, e.constants)) == (r"\atlasref{c.eps.1e-05} = 10^{-5}",)   # ε stated once
 
 
 def test_block_page_markup(ldlm_files):
@@ -79,11 +80,15 @@ def test_every_ldlm_component_verified(ldlm_doc):
 
 
 def test_json_keys(ldlm_doc):
-    from atlas.document import serialize
-    comp = {c["id"]: c for c in serialize.as_dict(ldlm_doc)["components"]}["latent_encoder.blocks.attn"]
+    """Each line as a formula (structure, symbols by key), as LaTeX with the names in, and as plain text."""
+    from atlas.document.math_tree import from_data
+    from atlas.render import json_export
+    comp = {c["id"]: c for c in json_export.as_dict(ldlm_doc)["components"]}["latent_encoder.blocks.attn"]
     assert SOFTCAP in [s["tex"] for s in comp["equations"]["steps"]]
     step = next(s for s in comp["equations"]["steps"] if s["tex"] == SOFTCAP)
-    assert step["markup"].startswith(r"\atlasref{") and step["defines"] in {s["key"] for s in comp["equations"]["symbols"]}
+    assert step["plain"] == "F = 50 tanh(S/(50 √64))"
+    refs = from_data(step["formula"]).refs()
+    assert refs[0] == step["defines"] and set(refs) <= {s["key"] for s in comp["equations"]["symbols"]}
     v = comp["verification"]
     assert v["verified"] is True and v["tolerance"] == 1e-9 and v["max_error"] == 1e-12 and v["reason"] is None
 
@@ -116,7 +121,7 @@ def block_doc(path, mutate=None):
 def test_mutations_follow_the_code(ldlm_copy):
     doc = block_doc(ldlm_copy, ("eps: float = 1e-5", "eps: float = 1e-6"))
     assert r"\varepsilon &= 10^{-6}" in "\n".join(summary(doc, "mlp.layer_norm")).replace(" = ", " &= ")
-    assert doc.component("attn").equations.constants == (r"\atlasref{c.eps.1e-06} = 10^{-6}",)
+    assert tuple(map(latex, doc.component("attn").equations.constants)) == (r"\atlasref{c.eps.1e-06} = 10^{-6}",)
     for old, new, present, absent in (
             ("softcap: float = 50.0", "softcap: float = 30.0",
              r"F = 30\,\tanh\!\Big(\frac{S}{30\,\sqrt{64}}\Big)", SOFTCAP),
@@ -310,7 +315,7 @@ def test_causal_hint_is_the_causal_mask():
     tex = "\n".join(summary(doc, "blocks.layers.self_attn"))
     assert r"{\sqrt{8}}+M\Big)" in tex
     notation = doc.component("blocks.layers.self_attn").equations.notations
-    assert [tex for tex, _ in notation] == [r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}"]
+    assert [latex(f) for f, _ in notation] == [r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}"]
     # its heads, from its configuration, are the catalog's (it had none for models on nn.MultiheadAttention)
     facts = {f.kind: f.value for f in doc.component("blocks.layers.self_attn").equations.facts}
     assert facts["heads"] == 2 and facts["head_features"] == 8
@@ -427,7 +432,7 @@ def test_attention_by_keyword_and_its_mask_explained():
     doc = pipeline.describe(f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:keywords_attention")
     e = doc.component("attn").equations
     assert e.status is EquationStatus.DERIVED and e.verification.verified, e.reason or e.verification.reason
-    assert [(tex, str(text)[:45]) for tex, text in e.notations] == [
+    assert [(latex(f), str(text)[:45]) for f, text in e.notations] == [
         (r"\atlasref{in.key_padding_mask}", "added to the logits as torch adds a mask: a b")]
 
 
@@ -473,7 +478,7 @@ def test_a_recurrent_layer_started_from_a_given_state(kind, layers, bidirectiona
     given = r"x,\,h\right)" if kind == "GRU" else r"x,\,h,\,z\right)"
     assert any(rf"\operatorname{{{kind}}}\!\left({given}" in line for line in lines(doc, "")), lines(doc, "")
     # (…)_1 is the call's first result, the code's [0]: said once on the page, as its notation
-    assert [str(text) for tex, text in doc.component("").equations.notations if tex == r"(\ldots)_{k}"] == \
+    assert [str(text) for f, text in doc.component("").equations.notations if latex(f) == r"(\ldots)_{k}"] == \
         ["the k-th of the values a call returns, counted from 1: (…)₁ is what the code reads as [0]"]
 
 
@@ -622,7 +627,7 @@ def test_a_stopped_gradient_is_written_and_explained():
     assert r"z+\operatorname{sg}\!\left(\mathrm{zq}-z\right)" in text, text
     assert r"{\operatorname{sg}\!\left(\mathrm{zq}\right)}_j-z" in text and r"{\mathrm{zq}}_j-\operatorname{sg}\!\left(z\right)" in text
     e = doc.root.equations
-    assert [tex for tex, _ in e.notations] == [r"\operatorname{sg}"] and e.verification.verified
+    assert [latex(f) for f, _ in e.notations] == [r"\operatorname{sg}"] and e.verification.verified
 
 
 class _NoOps(nn.Module):

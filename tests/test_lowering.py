@@ -17,7 +17,8 @@ from atlas.extract import walk
 from atlas.extract.record import plan
 from atlas.extract.trace.structures import OpEvent, Ref, Size, Value
 from atlas.load import spec
-from atlas.render.math_markup import plain
+from atlas.render.latex import latex
+from atlas.render.math_markup import names_of, plain
 
 
 # -- tiny models, one per way a call can be written ---------------------------------------------------
@@ -140,7 +141,7 @@ def _doc(model: nn.Module):
 
 def _lines(doc) -> list[str]:
     e = doc.root.equations
-    return [plain(s.tex, e.names()) for s in e.steps]
+    return [plain(s.formula, names_of(e)) for s in e.steps]
 
 
 CASES = {
@@ -164,7 +165,7 @@ def test_calls_written_any_way_are_verified(cls):
         assert expected in text, (cls.__name__, expected, text)
     for comp in doc.components:
         for step in comp.equations.steps:
-            assert "None" not in step.tex, (cls.__name__, comp.id, step.tex)
+            assert "None" not in latex(step.formula), (cls.__name__, comp.id, latex(step.formula))
 
 
 def test_a_batch_and_heads_merge_is_a_reshape_not_concat_h():

@@ -20,7 +20,7 @@ def test_no_placeholder_words():
     # TODO and TBD as the markers they are, in capitals: "todo" is an ordinary Spanish word ("todo el lote").
     words = re.compile(r"\b(TODO|TBD|(?i:lorem|placeholder|coming soon|pendiente de traducir))\b")
     paths = list((ROOT / "templates").rglob("*")) + [p for p in (ROOT / "docs").rglob("*.md")]
-    paths += list((ROOT / "atlas").rglob("*.py")) + list((ROOT / "atlas" / "locale").rglob("*.po"))
+    paths += list((ROOT / "atlas").rglob("*.py")) + list((ROOT / "atlas" / "i18n" / "locale").rglob("*.po"))
     # a page's source excerpts quote the model's code as it is (transformers' own TODOs); our words are outside them
     fences = re.compile(r"(?ms)^([ \t]*)(`{3,}).*?^\1\2")
 

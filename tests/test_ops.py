@@ -18,6 +18,7 @@ from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.nodes import Evaluator, Node, Num, Printer, SizeOf, Sym
 from atlas.analyse.equations.scalars import DtypeLimit, Eps, Pi
+from atlas.render.latex import latex
 
 g = torch.Generator().manual_seed(0)
 A = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
@@ -110,6 +111,11 @@ CASES = {
 }
 
 
+
+def _printed(node) -> str:
+    """A node printed, as LaTeX with its symbols as references."""
+    return latex(Printer().print(node))
+
 def _kinds():
     """Every op kind the package defines."""
     seen, stack = set(), [Node]
@@ -131,7 +137,7 @@ THROUGH_MODULES = {"Sym", "Num", "SizeOf", "Eps", "Pi", "BatchNormOp", "GroupNor
 def test_a_mask_turned_over_binds_tighter_than_a_comparison_is_shown_so():
     """(¬a) = b is parenthesized, or it reads ¬(a = b); ¬ inside ∧ and a comparison inside ∧ need none; one ∧
     inside an ∨ is parenthesized."""
-    pr = Printer().print
+    pr = _printed
     assert pr(m.Compare(m.Not(Sym("mask")), b, op="eq")).startswith(r"\left(\neg ")
     both = m.Logical(m.Not(Sym("mask")), m.Compare(a, b, op="lt"), op="and")
     assert r"\left(" not in pr(both)
@@ -141,7 +147,7 @@ def test_a_mask_turned_over_binds_tighter_than_a_comparison_is_shown_so():
 def test_a_call_printed_by_name_drops_torchs_private_and_in_place_marks():
     """OLMoE's experts printed \\operatorname{\\_grouped\\_mm}: the underscore is torch's private spelling, no part
     of the math; nor is an in-place call's trailing one."""
-    pr = Printer().print
+    pr = _printed
     assert pr(n.Apply((a, -1), {}, func=torch.cumsum, name="_cumsum")).startswith(r"\operatorname{cumsum}")
     assert pr(n.Apply((a, -1), {}, func=torch.cumsum, name="cumsum_")).startswith(r"\operatorname{cumsum}")
     assert pr(n.Apply((a,), {}, func=torch.neg, name="__neg__")).startswith(r"\operatorname{neg}")
@@ -162,7 +168,7 @@ def test_prints_what_it_runs(kind):
         assert torch.equal(got, expected)
     else:
         assert torch.allclose(got.to(expected.dtype), expected, atol=1e-12, rtol=1e-10), kind
-    tex = Printer().print(node)
+    tex = _printed(node)
     assert marker in tex, (kind, tex)
     if kind in READS_ONLY_THE_DTYPE:
         return
@@ -172,7 +178,7 @@ def test_prints_what_it_runs(kind):
 
 
 def test_settings_change_the_print():
-    pr = Printer().print
+    pr = _printed
     assert pr(t.Transpose(a, d0=-2, d1=-1, ndim=3)).endswith(r"^{\mathsf T}")
     assert pr(t.Transpose(a, d0=0, d1=2, ndim=3)) != pr(t.Transpose(a, d0=0, d1=1, ndim=3))
     assert pr(t.Cast(a, dtype="bfloat16")) != pr(t.Cast(a, dtype="float16"))
@@ -215,7 +221,7 @@ def test_a_size_the_data_decided_is_named_not_guessed():
 def test_numbers_print_as_latex_never_as_pythons_exponent(value, tex):
     """Gemma2's and GPT-OSS's masks printed -3.4028234663852886e+38, LongT5's -10000000000: Python's notation in
     an equation. The number printed is still the one the equations run with, digit for digit."""
-    assert Printer()(Num(value)) == tex
+    assert _printed(Num(value)) == tex
     mantissa, _, exponent = tex.replace(r"\times 10^{", "e").rstrip("}").partition("e")
     if "infty" not in tex and "NaN" not in tex and "^" not in mantissa:
         assert float(mantissa + ("e" + exponent if exponent else "")) == value
@@ -223,7 +229,7 @@ def test_numbers_print_as_latex_never_as_pythons_exponent(value, tex):
 
 def test_a_tensor_of_no_dims_prints_as_its_value():
     """A 0-dim tensor (torch.full((), -1.0)) printed -1\\,\\mathbf{1}_{}, an empty subscript: it is its value."""
-    pr = Printer().print
+    pr = _printed
     assert pr(t.Fill(Num(-1.0), (), shown=())) == r"\left(-1\right)"
     assert pr(t.Fill(Num(0.0), (), shown=())) == "0" and pr(t.Fill(Num(2.5), (2,), shown=(2,))) == r"2.5\,\mathbf{1}_{2}"
     ev = Evaluator({}, {}, torch.float64)

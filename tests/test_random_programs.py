@@ -14,7 +14,7 @@ from atlas.document.input_specs import vocabulary
 from atlas.extract import walk
 from atlas.extract.record import plan
 from atlas.load import spec
-from atlas.render.math_markup import plain
+from atlas.render.math_markup import names_of, plain
 
 NAMES = ("x", "h", "a", "z_bar", "q", "k", "out")
 # (template, arity): {0}, {1} are earlier values; every template keeps the shape (B, T, 8)
@@ -75,9 +75,9 @@ def test_random_forward_programs(stmts):
     for comp in doc.components:
         e = comp.equations
         assert e.verification is None or e.verification.verified or e.verification.max_error is None, (source, comp.id)
-        names = [s.tex for s in e.symbols]
+        names = list(names_of(e).values())
         assert len(names) == len(set(names)), (source, comp.id, names)       # one name, one value
         for step in e.steps:
-            lhs, _, rhs = plain(step.tex, e.names()).partition(" = ")
-            assert lhs.strip() != rhs.strip(), (source, step.tex)             # no step defines a symbol by itself
-        assert not re.search(r"\\atlasref", "".join(plain(s.tex, e.names()) for s in e.steps))
+            lhs, _, rhs = plain(step.formula, names_of(e)).partition(" = ")
+            assert lhs.strip() != rhs.strip(), (source, lhs)             # no step defines a symbol by itself
+        assert not re.search(r"\\atlasref", "".join(plain(s.formula, names_of(e)) for s in e.steps))

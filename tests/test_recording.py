@@ -22,11 +22,13 @@ from torch.nn import functional as F
 
 from atlas.cli import main
 from atlas.document.input_specs import InputSpec
+from atlas.document.math_tree import from_data
 from atlas.extract.probes import probe_runs
 from atlas.extract.trace import runs
 from atlas.load import spec
 from atlas.load.spec import load
 from atlas.pipeline import Settings, document
+from atlas.render.math_markup import names_of
 
 SPEC = "tests/fixtures/recording_models.py"
 
@@ -88,7 +90,7 @@ def test_a_child_gets_the_flag_the_data_decided_as_recorded(capsys):
 def test_a_value_named_like_a_size_symbol_gets_a_name_of_its_own():
     """One symbol never names two values on a page: the batch is B, so the code's B is B'."""
     doc = document(load(f"{SPEC}:names_its_value_b"), Settings(cost=False))
-    names = {s.key: s.tex for s in doc.root.equations.symbols}
+    names = names_of(doc.root.equations)
     assert names["v1"] == "B'" and "B" not in names.values()
     assert [d.symbol for d in doc.root.equations.steps[0].shape[:2]] == ["B", "T"]      # the batch keeps B
     assert doc.root.equations.verification.verified
@@ -98,7 +100,7 @@ def test_a_usual_letter_that_is_a_size_symbol_is_not_used():
     """Scores are S in papers; beside a source length S they keep their own name, not S' (one letter, two
     meanings to a reader: LongT5's `S' = einsum(...)` above `o[:, :S]`)."""
     doc = document(load(f"{SPEC}:scores_beside_s"), Settings(cost=False))
-    names = [s.tex for s in doc.root.equations.symbols]
+    names = list(names_of(doc.root.equations).values())
     assert r"\mathrm{scores}" in names and "A" in names and "x" in names
     assert not any(n.startswith("S") for n in names), names
     assert doc.root.equations.verification.verified
@@ -451,7 +453,8 @@ def test_layers_called_with_one_tensor_for_two_inputs_are_apart_from_the_others(
     layers = [c for c in data["components"] if c["class"].endswith("QueryTimesKey")]
     assert [(c["module_paths"], c["verification"]["verified"]) for c in layers] == \
         [(["layers.0"], True), (["layers.1", "layers.2"], True)]
-    reads = [{ref for line in c["equations"]["steps"] for ref in ("in.query", "in.key") if ref in line["markup"]}
+    reads = [{ref for line in c["equations"]["steps"] for ref in ("in.query", "in.key")
+              if ref in from_data(line["formula"]).refs()}
              for c in layers]
     assert reads == [{"in.query"}, {"in.query", "in.key"}]
     assert {c["set_apart"] for c in layers} == {"set apart from the other instances: the model calls it with other "

@@ -12,6 +12,7 @@ from atlas.analyse.reference import class_pages, class_uses, example_runs
 from atlas.errors import AtlasError
 from atlas.extract import small_instances
 from atlas.render import reference_pages
+from atlas.render.latex import latex
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +151,7 @@ def test_rmsnorm_is_in_the_normalization_comparison(files, refs):
         files["reference/layernorm.es.md"]
     # RMSNorm's own page, with torch's default eps=None: the machine epsilon, verified
     rms = refs["rmsnorm"]
-    assert rms.equations.verification.verified and rms.equations.notations[0][0] == r"\epsilon_{\mathrm{mach}}"
+    assert rms.equations.verification.verified and latex(rms.equations.notations[0][0]) == r"\epsilon_{\mathrm{mach}}"
 
 
 def test_used_in_and_links(refs, files):

@@ -12,6 +12,7 @@ from atlas import pipeline
 from atlas.cli import main  # noqa: E402
 from atlas.extract import accounting
 from atlas.load import spec  # noqa: E402
+from atlas.render.latex import latex
 
 HF = ROOT / "tests" / "fixtures" / "hf_models.py"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -58,7 +59,7 @@ def test_llama_attention_rope_and_grouped_heads(hf_docs):
     assert r"{q}_{9:16};\;{q}_{1:8}" in attn                          # rotate_half, written out
     assert r"\sqrt{16}}+M\Big)" in attn                               # head size 16, causal mask M
     e = doc.component("model.layers.self_attn").equations
-    assert any(n[0].startswith(r"\atlasref{c.causal}") for n in e.notations)
+    assert any(latex(n[0]).startswith(r"\atlasref{c.causal}") for n in e.notations)
 
 
 def test_llama_rmsnorm_keeps_its_float32(hf_docs):

@@ -1,7 +1,7 @@
 """The data model: what the atlas knows about a model, as frozen dataclasses of plain values.
 
 Every stage fills it and render reads it. It imports neither torch, jinja2 nor the equations' printers; a formula is
-a structure (atlas.document.formulas), and LaTeX, KaTeX markup and translated sentences are made in render.
+a structure (atlas.document.equations), and LaTeX, KaTeX markup and translated sentences are made in render.
 """
 
 from atlas.document.checkpoint_report import (
@@ -14,7 +14,7 @@ from atlas.document.checkpoint_report import (
     map_name,
 )
 from atlas.document.costs import Cost, CostSummary
-from atlas.document.formulas import Equations, EquationStatus, Fact, MathSymbol, Step, Verification
+from atlas.document.equations import Equations, EquationStatus, Fact, MathSymbol, Step, Verification
 from atlas.document.model import (
     BufferRow,
     Component,

@@ -11,7 +11,7 @@ from enum import Enum
 
 from atlas.document.checkpoint_report import CheckpointReport
 from atlas.document.costs import Cost, CostSummary
-from atlas.document.formulas import Equations
+from atlas.document.equations import Equations
 from atlas.document.sources import Claim, Source
 from atlas.document.structure import Architecture, Flow
 from atlas.document.tensor_shapes import Shapes

@@ -1,7 +1,8 @@
 """One serialization path for the data model: as_dict / from_dict, and JSON text.
 
-The JSON adds a few keys derived from the data for readers who do not run
-Python (`parameters_total`, a row's `calculation`); from_dict ignores them.
+The JSON adds a few keys derived from the data for readers who do not run Python (`parameters_total`, a row's
+`calculation`); the published JSON adds each formula's LaTeX and plain text (atlas.render.json_export). from_dict
+ignores them.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ from atlas.document import (
     Verification,
     calculation,
 )
-from atlas.render.math_markup import plain
+from atlas.document.json_text import as_data, dump, dumps
+from atlas.document.math_tree import from_data
 
+__all__ = ["SCHEMA_VERSION", "as_dict", "component_page", "dump", "dumps", "from_dict", "loads"]
 SCHEMA_VERSION = 1
 
 
@@ -166,23 +169,17 @@ def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
             "component": component_dict(comp)}
 
 
-def _line(tex: str, names: dict) -> dict:
-    """A line as plain LaTeX for readers, and with its symbol references (`markup`) for structure."""
-    return {"tex": plain(tex, names), "markup": tex}
-
-
 def equations_dict(e: Equations | None):
     if e is None:
         return None
-    names = e.names()
     return {
         "status": e.status.value,
-        "summary": [_line(t, names) for t in e.summary],
-        "steps": [{**_line(st.tex, names), "section": st.section, "links": list(st.links), "defines": st.defines,
-                   "shape": [dim_value(d) for d in st.shape]} for st in e.steps],
-        "symbols": [{"key": s.key, "tex": s.tex, "kind": s.kind, "stream": s.stream} for s in e.symbols],
-        "constants": [_line(t, names) for t in e.constants],
-        "notations": [{**_line(t, names), "text": text} for t, text in e.notations],
+        "summary": [{"formula": as_data(f)} for f in e.summary],
+        "steps": [{"formula": as_data(st.formula), "section": st.section, "links": list(st.links),
+                   "defines": st.defines, "shape": [dim_value(d) for d in st.shape]} for st in e.steps],
+        "symbols": [{"key": s.key, "name": as_data(s.name), "kind": s.kind, "stream": s.stream} for s in e.symbols],
+        "constants": [{"formula": as_data(f)} for f in e.constants],
+        "notations": [{"formula": as_data(f), "text": text} for f, text in e.notations],
         "facts": [{"kind": f.kind, "value": f.value, "file": f.file, "line": f.line} for f in e.facts],
         "aligned": e.aligned,
         "reason": e.reason,
@@ -204,15 +201,15 @@ def equations_from(c: dict) -> Equations | None:
     if e is None:
         return None
     return Equations(
-        EquationStatus(e["status"]), tuple(x["markup"] for x in e["summary"]),
-        tuple(Step(st["markup"], st["section"], tuple(st["links"]), st["defines"],
+        EquationStatus(e["status"]), tuple(from_data(x["formula"]) for x in e["summary"]),
+        tuple(Step(from_data(st["formula"]), st["section"], tuple(st["links"]), st["defines"],
                    tuple(dim_from(d) for d in st["shape"])) for st in e["steps"]), e["aligned"], e["reason"],
         None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"],
                                           v.get("note")),
         e["residuals"], e["normalizes"],
-        tuple(MathSymbol(s["key"], s["tex"], s["kind"], s["stream"]) for s in e["symbols"]),
-        tuple(x["markup"] for x in e["constants"]),
-        tuple((x["markup"], x["text"]) for x in e["notations"]),
+        tuple(MathSymbol(s["key"], from_data(s["name"]), s["kind"], s["stream"]) for s in e["symbols"]),
+        tuple(from_data(x["formula"]) for x in e["constants"]),
+        tuple((from_data(x["formula"]), x["text"]) for x in e["notations"]),
         tuple(Fact(f["kind"], f["value"], f["file"], f["line"]) for f in e.get("facts", ())),
     )
 
@@ -350,21 +347,6 @@ def from_dict(data: dict) -> ModelDoc:
             name: tuple(Trait(t["value"], t["component"], t["source"]) for t in data["architecture"][name])
             for name in Architecture.FIELDS}),
     )
-
-
-_JSON = {"indent": 2, "ensure_ascii": False}
-
-
-def dumps(data: dict) -> str:
-    """Stable JSON text: fixed key order, two-space indent, a final newline."""
-    return json.dumps(data, **_JSON) + "\n"
-
-
-def dump(data: dict, stream) -> None:
-    """The text of dumps(data), written piece by piece: never the whole of it in memory (240 KB for a 70B config,
-    held three times over while it was joined and encoded)."""
-    json.dump(data, stream, **_JSON)
-    stream.write("\n")
 
 
 def loads(text: str) -> ModelDoc:

@@ -121,10 +121,10 @@ def symbol_entry(pair) -> str:
     return f"{pair[0]} {md_text(dim_words(pair[1]))}" if pair[1] else pair[0]
 
 
-def aligned_line(tex: str) -> str:
-    """ "a = b" -> "a &= b", for a leaf's aligned block."""
-    lhs, sep, rhs = tex.partition(" = ")
-    return f"{lhs} &= {rhs}" if sep else tex
+def math_aligned(formula, e) -> str:
+    """A line of a leaf's aligned block, "a &= b", each symbol with its hover key."""
+    from atlas.render.math_markup import marked_aligned, names_of
+    return marked_aligned(formula, names_of(e), e.streams(), "")
 
 
 def verification_note(e) -> str:
@@ -183,10 +183,10 @@ def streams_in(e) -> list[str]:
     return [s for s in "qkv" if s in used]
 
 
-def math(tex: str, e) -> str:
+def math(formula, e) -> str:
     """A line of a page's equations, each symbol with its hover key, the q/k/v streams with their class."""
-    from atlas.render.math_markup import marked
-    return marked(tex, e.names(), e.streams(), "")
+    from atlas.render.math_markup import marked, names_of
+    return marked(formula, names_of(e), e.streams(), "")
 
 
 def symbol_names(e) -> str:
@@ -194,16 +194,17 @@ def symbol_names(e) -> str:
     labels docs/assets/atlas.js gives the symbols it makes focusable ("Highlight every occurrence of Δ_attn")."""
     import json
 
+    from atlas.render.latex import latex
     from atlas.render.math_markup import hover_key, plain_name
-    names = {hover_key("", s.key): plain_name(s.tex) for s in e.symbols}
+    names = {hover_key("", s.key): plain_name(latex(s.name)) for s in e.symbols}
     text = json.dumps(names, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return text.translate(_HTML).replace("'", "&#x27;")
 
 
-def plain_math(tex: str, e) -> str:
+def plain_math(formula, e) -> str:
     """The line as a reader sees it: names only (for labels and the JSON)."""
-    from atlas.render.math_markup import plain
-    return plain(tex, e.names())
+    from atlas.render.math_markup import names_of, plain
+    return plain(formula, names_of(e))
 
 
 def step_shape(step, names) -> str:
@@ -356,7 +357,7 @@ FILTERS = {
     "code_block": code_block,
     "claim_block": claim_block,
     "step_link": step_link,
-    "aligned_line": aligned_line,
+    "math_aligned": math_aligned,
     "verification_note": verification_note,
     "symbol_entry": symbol_entry,
     "dim_label": dim_label,

@@ -1,42 +1,47 @@
-"""Symbol references in step LaTeX: `\\atlasref{key}` -> the symbol's name, plain or marked for the site.
+"""A page's formulas as the site shows them: each symbol's name with its hover key, the q/k/v streams with their
+class; and the symbols' names as plain text, for labels.
 
-Steps keep structure: each symbol occurrence is a reference to the symbol's key. The JSON and the tests
-read plain LaTeX; the site's pages get a hover key per symbol and a class per attention stream.
-No torch here: the render layer uses this.
+Formulas keep structure (atlas.document.math_tree): each symbol occurrence is a reference to the symbol's key.
+The JSON and the tests read plain LaTeX (atlas.render.latex); the site's pages get a hover key per symbol and a
+class per attention stream.
 """
 
 from __future__ import annotations
 
 import re
 
-_REF = re.compile(r"\\atlasref\{([^{}]+)\}")
+from atlas.render.latex import braced, latex
 
 
-def _braced(tex: str) -> str:
-    """A name that carries a sub/superscript or a prime, braced so a following subscript stays legal."""
-    return "{" + tex + "}" if any(c in tex for c in "_^'") else tex
+def names_of(e) -> dict[str, str]:
+    """The LaTeX of each symbol's name on a page (an Equations' symbols)."""
+    return {s.key: latex(s.name) for s in e.symbols}
 
 
-def plain(tex: str, names: dict) -> str:
-    """LaTeX as a reader sees it: every reference replaced by the symbol's name."""
-    return _REF.sub(lambda m: _braced(names.get(m.group(1), m.group(1))), tex)
+def plain(formula, names: dict) -> str:
+    """LaTeX as a reader sees it: every reference replaced by the symbol's name (`names`: key -> its LaTeX)."""
+    return latex(formula, lambda key: braced(names.get(key, key)))
 
 
-def refs(tex: str) -> list[str]:
-    """The keys a line refers to, in order."""
-    return _REF.findall(tex)
-
-
-def marked(tex: str, names: dict, streams: dict, prefix: str) -> str:
+def marked(formula, names: dict, streams: dict, prefix: str) -> str:
     """LaTeX for the site: each symbol wrapped with its hover key, stream symbols with their class."""
-    def one(m):
-        key = m.group(1)
+    return latex(formula, _marker(names, streams, prefix))
+
+
+def marked_aligned(formula, names: dict, streams: dict, prefix: str) -> str:
+    """A line of an aligned block, "a &= b", marked for the site."""
+    from atlas.render.latex import aligned
+    return aligned(formula, _marker(names, streams, prefix))
+
+
+def _marker(names: dict, streams: dict, prefix: str):
+    def one(key: str) -> str:
         name = names.get(key, key)
         stream = streams.get(key)
         if stream:
             name = r"\htmlClass{atlas-stream-" + stream + "}{" + name + "}"
-        return r"\htmlData{sym=" + hover_key(prefix, key) + "}{" + _braced(name) + "}"
-    return _REF.sub(one, tex)
+        return r"\htmlData{sym=" + hover_key(prefix, key) + "}{" + braced(name) + "}"
+    return one
 
 
 def hover_key(prefix: str, key: str) -> str:

@@ -10,7 +10,7 @@ import jinja2
 
 from atlas import i18n
 from atlas.document import ModelDoc, serialize
-from atlas.render import citation, diagram, page_paths, tree_html, view_data
+from atlas.render import citation, diagram, json_export, page_paths, tree_html, view_data
 from atlas.render.filters import FILTERS, calculation, repeat_label, thousands
 from atlas.resources import TEMPLATES
 
@@ -163,8 +163,8 @@ def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str |
             files.update(_pages(doc, env, site_url, site_name, references))
     for comp in doc.components:
         files[page_paths.data_path(doc, comp)] = serialize.dumps(
-            serialize.component_page(doc, comp, page_paths.permalink(doc, comp, site_url)))
-    files[page_paths.json_path(doc)] = serialize.dumps(serialize.as_dict(doc))
+            json_export.component_page(doc, comp, page_paths.permalink(doc, comp, site_url)))
+    files[page_paths.json_path(doc)] = serialize.dumps(json_export.as_dict(doc))
     return files
 
 

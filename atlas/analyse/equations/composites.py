@@ -11,7 +11,9 @@ from torch import nn
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations.leaves import Leaf, LeafBuilder, Unsupported
 from atlas.analyse.equations.nodes import Node, Sym
+from atlas.analyse.equations.notation import applied, op
 from atlas.analyse.equations.ops_nn import MHAOp
+from atlas.analyse.equations.symbols import HINTS
 from atlas.i18n import msg
 
 
@@ -67,8 +69,8 @@ def multihead_attention(b: LeafBuilder, query, key=None, value=None, *masks):
 class ActivationOp(Node):
     """The activation a TransformerEncoderLayer holds as a function, not a module."""
 
-    def tex(self, p):
-        return r"\operatorname{" + self.meta["name"] + r"}\!\left(" + p.print(self.args[0]) + r"\right)"
+    def notation(self, p):
+        return applied(op(self.meta["name"]), p.print(self.args[0]))
 
     def run(self, ev, x):
         return torch.relu(x) if self.meta["name"] == "ReLU" else 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
@@ -101,7 +103,7 @@ def transformer_encoder_layer(b: LeafBuilder, src, *masks):
     steps = []
 
     def step(hint, node):
-        sym, st = b.step(hint, node, {"a": "a", "f": "f", "x_prime": "x'"}[hint])
+        sym, st = b.step(hint, node, lambda _, name=HINTS[hint]: name)
         steps.append(st)
         return sym
 

@@ -70,7 +70,7 @@ def leaf_program(module: nn.Module, call) -> Program:
             if scan is not None:
                 for key, cell in scan.meta["cell"]:
                     if not any(s.key == key for s in prog.steps):
-                        prog.steps.append(Step(key, cell, lhs=None))
+                        prog.steps.append(Step(key, cell))
                         prog.symbols[key].in_scan = True
     for i, node in enumerate(outs):
         key = "v.y" if len(outs) == 1 else f"v.y{i + 1}"

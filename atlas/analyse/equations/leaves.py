@@ -19,6 +19,8 @@ from atlas.analyse.equations import ops_nn as n
 from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.nodes import ADD, Node, Num, SizeOf, Sym
+from atlas.analyse.equations.notation import Accent, Fenced, Frac, Glyph, Ident, Number, Script, rm, row, sub
+from atlas.analyse.equations.notation import Sqrt as Root
 from atlas.analyse.equations.program import Program, Step
 from atlas.i18n import msg, msgn
 from atlas.load.forward_calls import bind
@@ -75,6 +77,12 @@ class LeafBuilder:
         return Sym(key), Step(key, node)
 
 
+def _over_features(letter, power=None):
+    """The name of a statistic over the features of its input x: μ_d(x), σ_d²(x), ms_d(x)."""
+    stat = Script(letter, sub=Ident("d"), sup=power, tight="_^")
+    return lambda x: row(stat, Fenced("(", ")", x))
+
+
 def _role(path: str, attr: str | None) -> str | None:
     """What names a child's parameters: its attribute, or for a list entry the list and the index (blocks 0)."""
     if attr is None or not attr.isdigit():
@@ -83,7 +91,7 @@ def _role(path: str, attr: str | None) -> str | None:
     return f"{parent[-2]} {attr}" if len(parent) >= 2 else attr
 
 
-def _affine(b: LeafBuilder, core, weight_base="\\gamma", bias_base="\\beta"):
+def _affine(b: LeafBuilder, core, weight_base=Ident("γ"), bias_base=Ident("β")):
     gamma, beta = b.param("weight", weight_base), b.param("bias", bias_base)
     out = core if gamma is None else m.Mul(gamma, core)
     return out if beta is None else m.Add(out, beta)
@@ -103,8 +111,9 @@ def layer_norm(b: LeafBuilder, x):
         raise Unsupported(msg("LayerNorm over %(n)s axes", n=len(mod.normalized_shape)))
     d = SizeOf(mod.normalized_shape[0])
     eps = b.const("eps", float(mod.eps))
-    mu, s1 = b.step("mu", red.Mean(x, d, dim=-1, keepdim=True), r"\mu_d({x})", x)
-    var, s2 = b.step("sigma2", red.Mean(m.Pow(m.Sub(x, mu), Num(2)), d, dim=-1, keepdim=True), r"\sigma_d^2({x})", x)
+    mu, s1 = b.step("mu", red.Mean(x, d, dim=-1, keepdim=True), _over_features(Ident("μ")), x)
+    var, s2 = b.step("sigma2", red.Mean(m.Pow(m.Sub(x, mu), Num(2)), d, dim=-1, keepdim=True),
+                      _over_features(Ident("σ"), Number(2)), x)
     core = m.Div(m.Sub(x, mu), m.Sqrt(m.Add(var, eps)))
     summary = msg("Center and scale each position's features, then apply learned gain and bias.") \
         if mod.elementwise_affine and mod.bias is not None else (
@@ -119,7 +128,7 @@ def rms_norm(b: LeafBuilder, x):
         raise Unsupported(msg("RMSNorm over %(n)s axes", n=len(mod.normalized_shape)))
     d = SizeOf(mod.normalized_shape[0])
     eps = m.MachineEpsilon(x) if mod.eps is None else b.const("eps", float(mod.eps))
-    ms, s1 = b.step("ms", red.Mean(m.Pow(x, Num(2)), d, dim=-1, keepdim=True), r"\mathrm{ms}_d({x})", x)
+    ms, s1 = b.step("ms", red.Mean(m.Pow(x, Num(2)), d, dim=-1, keepdim=True), _over_features(rm("ms")), x)
     core = m.Div(x, m.Sqrt(m.Add(ms, eps)))
     return Leaf(_affine(b, core), [s1], inline=False,
                 summary=msg("Scale each position's features by their root mean square, then apply a learned gain."))
@@ -221,12 +230,12 @@ class BatchNormOp(Node):
     prec = ADD
     normalizes = True           # divides by the square root of each channel's running variance
 
-    def tex(self, p):
+    def notation(self, p):
         x, mean, var, eps, gamma, beta = self.args
-        core = r"\frac{" + p.print(x) + "-" + p.print(mean) + r"}{\sqrt{" + p.print(var) + "+" + p.print(eps) + "}}"
+        core = Frac(row(p.print(x), Glyph("−"), p.print(mean)), Root(row(p.print(var), Glyph("+"), p.print(eps))))
         if gamma is not None:
-            core = p.print(gamma) + r"\odot " + core
-        return core + ("" if beta is None else "+" + p.print(beta))
+            core = row(p.print(gamma), Glyph("⊙"), core)
+        return core if beta is None else row(core, Glyph("+"), p.print(beta))
 
     def run(self, ev, x, mean, var, eps, gamma, beta):
         shape = [1, x.shape[1]] + [1] * (x.dim() - 2)
@@ -240,10 +249,10 @@ def batch_norm(b: LeafBuilder, x):
     mod = b.module
     if not mod.track_running_stats:
         raise Unsupported(msg("BatchNorm without running statistics depends on the batch"))
-    mean = b.param("running_mean", r"\hat\mu")
-    var = b.param("running_var", r"\hat\sigma^2")
+    mean = b.param("running_mean", Accent("hat", Ident("μ"), tight=True))
+    var = b.param("running_var", Script(Accent("hat", Ident("σ"), tight=True), sup=Number(2), tight="^"))
     eps = b.const("eps", float(mod.eps))
-    gamma, beta = b.param("weight", r"\gamma"), b.param("bias", r"\beta")
+    gamma, beta = b.param("weight", Ident("γ")), b.param("bias", Ident("β"))
     return Leaf(BatchNormOp(x, mean, var, eps, gamma, beta), inline=False,
                 summary=msg("Normalize each of %(n)s channels with running statistics, then scale and shift.",
                             n=mod.num_features))
@@ -253,12 +262,13 @@ class GroupNormOp(Node):
     prec = ADD
     normalizes = True           # divides by the square root of each group's variance
 
-    def tex(self, p):
+    def notation(self, p):
         x, eps, gamma, beta = self.args
-        core = r"\frac{" + p.print(x) + r"-\mu_g}{\sqrt{\sigma_g^2+" + p.print(eps) + "}}"
+        mean, var = sub(Ident("μ"), Ident("g"), tight=True), Script(Ident("σ"), Ident("g"), Number(2), tight="_^")
+        core = Frac(row(p.print(x), Glyph("−"), mean), Root(row(var, Glyph("+"), p.print(eps))))
         if gamma is not None:
-            core = p.print(gamma) + r"\odot " + core
-        return core + ("" if beta is None else "+" + p.print(beta))
+            core = row(p.print(gamma), Glyph("⊙"), core)
+        return core if beta is None else row(core, Glyph("+"), p.print(beta))
 
     def run(self, ev, x, eps, gamma, beta):
         g = x.reshape(x.shape[0], self.meta["groups"], -1)
@@ -274,7 +284,7 @@ class GroupNormOp(Node):
 def group_norm(b: LeafBuilder, x):
     mod = b.module
     eps = b.const("eps", float(mod.eps))
-    gamma, beta = b.param("weight", r"\gamma"), b.param("bias", r"\beta")
+    gamma, beta = b.param("weight", Ident("γ")), b.param("bias", Ident("β"))
     return Leaf(GroupNormOp(x, eps, gamma, beta, groups=mod.num_groups), inline=False,
                 summary=msg("Normalize each of %(n)s channel groups over its channels and positions.",
                             n=mod.num_groups))

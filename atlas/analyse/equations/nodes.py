@@ -1,23 +1,24 @@
 """The op tree: each node kind prints itself and runs itself, so what a page prints is what was checked.
 
 Leaves are references to named symbols (`Sym`), numbers (`Num`) and sizes (`SizeOf`, a sympy expression
-in the model's input symbols). Every other node is an operation with a `tex` printer and a `run`
-evaluator side by side. Printing writes each symbol as `\\atlasref{key}`; the page's namer gives the
-names, and the render layer adds hover keys and stream colors (see `atlas.render.math_markup`).
+in the model's input symbols). Every other node is an operation with a `notation` printer and a `run`
+evaluator side by side. Printing gives a formula (atlas.document.math_tree) in which each symbol is a reference
+to its key; the page's namer gives the names, and the render layer writes the LaTeX, the hover keys and the
+stream colors.
 """
 
 from __future__ import annotations
 
-import math
-
 import sympy
 import torch
+
+from atlas.document.math_tree import Fenced, Group, Number, Ref, Size, Word
 
 ADD, MUL, POW, ATOM = 40, 50, 60, 1000
 
 
 class Node:
-    """An operation over child nodes. Subclasses set `prec` and define `tex` and `run`.
+    """An operation over child nodes. Subclasses set `prec` and define `notation` and `run`.
 
     `args` hold child nodes, or data with nodes inside (a tuple of sizes, a dict of keyword arguments);
     `meta` holds plain settings (an axis, a dtype's name). Nodes are numbered as they are made, and
@@ -38,7 +39,7 @@ class Node:
     def children(self):
         return list(kids(self.args))
 
-    def tex(self, p: "Printer") -> str:
+    def notation(self, p: "Printer"):
         raise NotImplementedError
 
     def run(self, ev: "Evaluator", *values):
@@ -125,8 +126,8 @@ class Sym(Node):
     def children(self):
         return []
 
-    def tex(self, p):
-        return r"\atlasref{" + self.key + "}"
+    def notation(self, p):
+        return Ref(self.key)
 
     def run(self, ev):
         return ev.env[self.key]
@@ -150,15 +151,8 @@ class Num(Node):
     def value(self):
         return self.args[0]
 
-    def tex(self, p):
-        v = self.value
-        if isinstance(v, bool):
-            return r"\mathrm{" + str(v) + "}"
-        if v == math.inf:
-            return r"\infty"
-        if v == -math.inf:
-            return r"-\infty"
-        return number_tex(v)
+    def notation(self, p):
+        return Number(self.value)
 
     @property
     def prec(self):
@@ -180,9 +174,9 @@ class SizeOf(Node):
     def expr(self):
         return self.args[0]
 
-    def tex(self, p):
+    def notation(self, p):
         e = self.expr
-        return str(int(e)) if isinstance(e, int) else size_tex(e)
+        return Number(int(e)) if isinstance(e, int) else Size(str(e))
 
     @property
     def prec(self):
@@ -195,64 +189,36 @@ class SizeOf(Node):
         return ev.size(self.expr)
 
 
-def size_tex(e) -> str:
-    """A size expression as the seed pages write it: 2T, B T, \\lfloor (T-400)/320\\rfloor + 1."""
-    import re
-    return re.sub(r"(\d) (?=[A-Za-z\\])", r"\1", sympy.latex(e))
-
-
-def number_tex(x) -> str:
-    """1e-05 -> 10^{-5}; -1e10 -> -10^{10}; 10000.0 -> 10000; 50.0 -> 50; 0.1 -> 0.1; 0.7978845608 -> 0.7978845608;
-    -3.4028234663852886e+38 (float32's lowest, a mask's fill) -> -3.4028234663852886\\times 10^{38}: the number
-    the equations run with, in LaTeX, never Python's e+38."""
-    if isinstance(x, int):
-        return str(x)
-    if math.isinf(x) or math.isnan(x):
-        return r"\mathrm{NaN}" if math.isnan(x) else ("-" if x < 0 else "") + r"\infty"
-    if x < 0:
-        return "-" + number_tex(-x)
-    if x == int(x) and x < 1e10:    # 10000 (a rotary base, a mask's fill) as the code writes it
-        return str(int(x))
-    if x > 0:
-        k = round(math.log10(x))
-        if (k <= -3 or k >= 4) and abs(x - 10.0 ** k) <= 1e-12 * x:
-            return "10^{" + str(k) + "}"
-    if x == int(x) and x < 1e15:
-        return str(int(x))
-    text = repr(float(x))           # a numpy float (np.sqrt(32)) prints as the number, not np.float64(...)
-    mantissa, _, exponent = text.partition("e")
-    return f"{mantissa}\\times 10^{{{int(exponent)}}}" if exponent else text
-
-
 class Printer:
     """Prints op trees. Symbol names are filled in later, so printing never depends on them."""
 
     def __init__(self, scalars: set[str] = frozenset()) -> None:
         self.scalars = set(scalars)      # keys of scalar symbols (ε): a product with them is juxtaposition
 
-    def __call__(self, node) -> str:
+    def __call__(self, node):
         return self.print(node)
 
-    def print(self, node) -> str:
+    def print(self, node):
+        """The formula of a node, or of a plain argument: a number, a size, a name."""
         if isinstance(node, Node):
-            return node.tex(self)
+            return node.notation(self)
         if isinstance(node, (int, float)):
-            return number_tex(node)
+            return Number(node)
         if isinstance(node, sympy.Basic):
-            return sympy.latex(node)
-        return r"\mathrm{" + str(node).replace("_", r"\_") + "}"
+            return Size(str(node), compact=False)
+        return Word(str(node), "roman")
 
-    def wrap(self, node, prec: int, strict: bool = False) -> str:
+    def wrap(self, node, prec: int, strict: bool = False):
         """Print `node`, in parentheses when it binds looser than `prec`."""
         inner = self.print(node)
         own = node.prec if isinstance(node, Node) else ATOM
         if own < prec or (strict and own == prec):
-            return r"\left(" + inner + r"\right)"
+            return Fenced("(", ")", inner, "auto")
         return inner
 
-    def base(self, node) -> str:
-        """A node as the base of a sub- or superscript: braced, so `{p_{a}}_{1:768}` stays one group."""
-        return "{" + self.wrap(node, ATOM) + "}"
+    def base(self, node):
+        """A node as the base of a sub- or superscript: a group, so `{p_{a}}_{1:768}` stays one."""
+        return Group(self.wrap(node, ATOM))
 
     def is_scalar(self, node) -> bool:
         if isinstance(node, Num):

@@ -1,23 +1,40 @@
-"""Elementwise arithmetic, comparisons and activations, each written out so a check is independent of torch's kernels."""
+"""Elementwise arithmetic, comparisons and activations, each written out so that a check is independent of
+torch's kernels."""
 
 from __future__ import annotations
 
 import math
-import re
 
 import torch
 
 from atlas.analyse.equations.nodes import ADD, ATOM, MUL, POW, Node, Num
-
-_DIGIT_END, _DIGIT_START = re.compile(r"\d\}*$"), re.compile(r"\{*[\d.]")     # a product's factors as printed
+from atlas.analyse.equations.notation import (
+    THICK,
+    Cases,
+    Fenced,
+    Frac,
+    Glyph,
+    Ident,
+    Number,
+    Product,
+    Space,
+    applied,
+    fn,
+    op,
+    rm,
+    row,
+    sub,
+    sup,
+)
+from atlas.analyse.equations.notation import Sqrt as Root
 
 
 class Add(Node):
     prec, elementwise = ADD, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return f"{p.wrap(a, ADD)}+{p.wrap(b, ADD)}"
+        return row(p.wrap(a, ADD), Glyph("+"), p.wrap(b, ADD))
 
     def run(self, ev, a, b):
         return a + b
@@ -26,9 +43,9 @@ class Add(Node):
 class Sub(Node):
     prec, elementwise = ADD, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return f"{p.wrap(a, ADD)}-{p.wrap(b, ADD, strict=True)}"
+        return row(p.wrap(a, ADD), Glyph("−"), p.wrap(b, ADD, strict=True))
 
     def run(self, ev, a, b):
         return a - b
@@ -37,8 +54,8 @@ class Sub(Node):
 class Neg(Node):
     prec, elementwise = ADD, True
 
-    def tex(self, p):
-        return "-" + p.wrap(self.args[0], MUL)
+    def notation(self, p):
+        return row(Glyph("−"), p.wrap(self.args[0], MUL))
 
     def run(self, ev, a):
         return -a
@@ -49,13 +66,12 @@ class Mul(Node):
 
     prec, elementwise = MUL, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
         left, right = p.wrap(a, MUL), p.wrap(b, MUL)
-        if p.is_scalar(a) or p.is_scalar(b):    # 8 · 3, not "8 3": two numbers side by side read as one
-            return f"{left}\\cdot {right}" if _DIGIT_END.search(left) and _DIGIT_START.match(right) \
-                else f"{left}\\,{right}"
-        return f"{left}\\odot {right}"
+        if p.is_scalar(a) or p.is_scalar(b):
+            return Product(left, right)
+        return row(left, Glyph("⊙"), right)
 
     def run(self, ev, a, b):
         return a * b
@@ -64,9 +80,9 @@ class Mul(Node):
 class Div(Node):
     prec, elementwise = ATOM, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return r"\frac{" + p.print(a) + "}{" + p.print(b) + "}"
+        return Frac(p.print(a), p.print(b))
 
     def run(self, ev, a, b):
         return a / b
@@ -75,9 +91,9 @@ class Div(Node):
 class FloorDiv(Node):
     prec, elementwise = ATOM, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return r"\left\lfloor " + p.print(a) + "/" + p.print(b) + r"\right\rfloor"
+        return Fenced("⌊", "⌋", row(p.print(a), Glyph("/"), p.print(b)), "auto")
 
     def run(self, ev, a, b):
         return a // b
@@ -86,9 +102,9 @@ class FloorDiv(Node):
 class Mod(Node):
     prec, elementwise = MUL, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return p.wrap(a, MUL) + r"\bmod " + p.wrap(b, MUL)
+        return row(p.wrap(a, MUL), Glyph("mod"), p.wrap(b, MUL))
 
     def run(self, ev, a, b):
         return a % b
@@ -97,11 +113,11 @@ class Mod(Node):
 class Pow(Node):
     prec, elementwise = POW, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
         if isinstance(b, Num) and b.value == 0.5:
-            return r"\sqrt{" + p.print(a) + "}"
-        return p.base(a) + "^{" + p.print(b) + "}"
+            return Root(p.print(a))
+        return sup(p.base(a), p.print(b))
 
     def run(self, ev, a, b):
         return a ** b
@@ -110,8 +126,8 @@ class Pow(Node):
 class Sqrt(Node):
     prec, elementwise = ATOM, True
 
-    def tex(self, p):
-        return r"\sqrt{" + p.print(self.args[0]) + "}"
+    def notation(self, p):
+        return Root(p.print(self.args[0]))
 
     def run(self, ev, a):
         return torch.sqrt(a) if isinstance(a, torch.Tensor) else math.sqrt(a)
@@ -120,8 +136,8 @@ class Sqrt(Node):
 class Rsqrt(Node):
     prec, elementwise = ATOM, True
 
-    def tex(self, p):
-        return r"\frac{1}{\sqrt{" + p.print(self.args[0]) + "}}"
+    def notation(self, p):
+        return Frac(Number(1), Root(p.print(self.args[0])))
 
     def run(self, ev, a):
         return 1 / torch.sqrt(a) if isinstance(a, torch.Tensor) else 1 / math.sqrt(a)
@@ -133,8 +149,8 @@ class MachineEpsilon(Node):
 
     prec = ATOM
 
-    def tex(self, p):
-        return r"\epsilon_{\mathrm{mach}}"
+    def notation(self, p):
+        return sub(Ident("ϵ"), rm("mach"))
 
     @staticmethod
     def of(dtype: str) -> float:
@@ -148,40 +164,40 @@ class MachineEpsilon(Node):
 class Reciprocal(Node):
     prec, elementwise = ATOM, True
 
-    def tex(self, p):
-        return r"\frac{1}{" + p.print(self.args[0]) + "}"
+    def notation(self, p):
+        return Frac(Number(1), p.print(self.args[0]))
 
     def run(self, ev, a):
         return 1 / a
 
 
-def _unary(name: str, tex_name: str, fn, big: bool = False):
-    def tex(self, p):
+def _unary(name: str, written, fn, big: bool = False):
+    def notation(self, p):
         inner = p.print(self.args[0])
         if big:
-            return tex_name + r"\!\Big(" + inner + r"\Big)"
-        return tex_name + r"\left(" + inner + r"\right)"
+            return applied(written, inner, size="Big")
+        return applied(written, inner, gap=False)
 
     def run(self, ev, a):
         if isinstance(a, torch.Tensor):
             return fn(a)
         return fn(torch.tensor(a, dtype=torch.float64)).item()
 
-    return type(name, (Node,), {"tex": tex, "run": run, "prec": ATOM, "elementwise": True, "__slots__": ()})
+    return type(name, (Node,), {"notation": notation, "run": run, "prec": ATOM, "elementwise": True, "__slots__": ()})
 
 
-Tanh = _unary("Tanh", r"\tanh", torch.tanh, big=True)
-Exp = _unary("Exp", r"\exp", torch.exp)
-Log = _unary("Log", r"\log", torch.log)
-Cos = _unary("Cos", r"\cos", torch.cos)
-Sin = _unary("Sin", r"\sin", torch.sin)
-Erf = _unary("Erf", r"\operatorname{erf}", torch.erf)
-Abs = _unary("Abs", r"\operatorname{abs}", torch.abs)
-Sign = _unary("Sign", r"\operatorname{sign}", torch.sign)
-Sigmoid = _unary("Sigmoid", r"\sigma", lambda x: 1 / (1 + torch.exp(-x)))
-Phi = _unary("Phi", r"\Phi", lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))))
-Softplus = _unary("Softplus", r"\operatorname{softplus}", lambda x: torch.where(x > 20, x, torch.log1p(torch.exp(x))))
-Floor = _unary("Floor", r"\operatorname{floor}", torch.floor)
+Tanh = _unary("Tanh", fn("tanh"), torch.tanh, big=True)
+Exp = _unary("Exp", fn("exp"), torch.exp)
+Log = _unary("Log", fn("log"), torch.log)
+Cos = _unary("Cos", fn("cos"), torch.cos)
+Sin = _unary("Sin", fn("sin"), torch.sin)
+Erf = _unary("Erf", op("erf"), torch.erf)
+Abs = _unary("Abs", op("abs"), torch.abs)
+Sign = _unary("Sign", op("sign"), torch.sign)
+Sigmoid = _unary("Sigmoid", Ident("σ"), lambda x: 1 / (1 + torch.exp(-x)))
+Phi = _unary("Phi", Ident("Φ"), lambda x: 0.5 * (1 + torch.erf(x / math.sqrt(2))))
+Softplus = _unary("Softplus", op("softplus"), lambda x: torch.where(x > 20, x, torch.log1p(torch.exp(x))))
+Floor = _unary("Floor", op("floor"), torch.floor)
 
 
 class Max(Node):
@@ -189,9 +205,9 @@ class Max(Node):
 
     prec, elementwise = ATOM, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return r"\max\!\big(" + p.print(a) + r",\;" + p.print(b) + r"\big)"
+        return applied(fn("max"), p.print(a), p.print(b), size="big", separator=(Glyph(","), THICK))
 
     def run(self, ev, a, b):
         return _pairwise(torch.maximum, max, a, b)
@@ -200,9 +216,9 @@ class Max(Node):
 class Min(Node):
     prec, elementwise = ATOM, True
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return r"\min\!\big(" + p.print(a) + r",\;" + p.print(b) + r"\big)"
+        return applied(fn("min"), p.print(a), p.print(b), size="big", separator=(Glyph(","), THICK))
 
     def run(self, ev, a, b):
         return _pairwise(torch.minimum, min, a, b)
@@ -221,11 +237,11 @@ class Compare(Node):
     """a < b, a = b, ... elementwise, giving booleans."""
 
     prec, elementwise = ADD, True
-    SIGNS = {"lt": "<", "le": r"\le", "gt": ">", "ge": r"\ge", "eq": "=", "ne": r"\ne"}
+    SIGNS = {"lt": "<", "le": "≤", "gt": ">", "ge": "≥", "eq": "=", "ne": "≠"}
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args
-        return f"{p.wrap(a, ADD)}{self.SIGNS[self.meta['op']]}{p.wrap(b, ADD)}"
+        return row(p.wrap(a, ADD), Glyph(self.SIGNS[self.meta["op"]]), p.wrap(b, ADD))
 
     def run(self, ev, a, b):
         return getattr(torch, self.meta["op"])(torch.as_tensor(a), torch.as_tensor(b)) \
@@ -238,8 +254,8 @@ class Not(Node):
 
     prec, elementwise = ADD - 1, True          # below a comparison's: (¬a) = b is parenthesized, ¬(a = b) is not a
 
-    def tex(self, p):
-        return r"\neg " + p.wrap(self.args[0], MUL)
+    def notation(self, p):
+        return row(Glyph("¬"), p.wrap(self.args[0], MUL))
 
     def run(self, ev, a):
         return torch.logical_not(a) if isinstance(a, torch.Tensor) else not a
@@ -249,11 +265,12 @@ class Logical(Node):
     """a ∧ b, a ∨ b, a ⊕ b, elementwise, on booleans (two masks combined)."""
 
     prec, elementwise = ADD - 5, True        # below a comparison's, so that x<2 ∧ x≠0 needs no parentheses
-    SIGNS = {"and": r"\land", "or": r"\lor", "xor": r"\oplus"}
+    SIGNS = {"and": "∧", "or": "∨", "xor": "⊕"}
 
-    def tex(self, p):
+    def notation(self, p):
         a, b = self.args                        # one of them inside another is parenthesized: (a ∧ b) ∨ c
-        return f"{p.wrap(a, ADD - 1)} {self.SIGNS[self.meta['op']]} {p.wrap(b, ADD - 1)}"
+        spaced = Space("plain")
+        return row(p.wrap(a, ADD - 1), spaced, Glyph(self.SIGNS[self.meta["op"]]), spaced, p.wrap(b, ADD - 1))
 
     def run(self, ev, a, b):
         return getattr(torch, f"logical_{self.meta['op']}")(torch.as_tensor(a), torch.as_tensor(b))
@@ -264,10 +281,9 @@ class Where(Node):
 
     prec = ATOM
 
-    def tex(self, p):
+    def notation(self, p):
         c, a, b = self.args
-        return (r"\begin{cases}" + p.print(a) + r" & \text{if } " + p.print(c) + r"\\ " + p.print(b)
-                + r" & \text{otherwise}\end{cases}")
+        return Cases(((p.print(a), p.print(c)), (p.print(b), None)), worded=True)
 
     def run(self, ev, c, a, b):
         if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):

@@ -12,32 +12,51 @@ import torch
 from torch.nn import functional as F
 
 from atlas.analyse.equations.nodes import ADD, ATOM, Node, Num, SizeOf, kids
+from atlas.analyse.equations.notation import (
+    THIN,
+    Fenced,
+    Frac,
+    Glyph,
+    Group,
+    Ident,
+    Number,
+    Ref,
+    Script,
+    Word,
+    applied,
+    digits,
+    joined,
+    op,
+    rm,
+    row,
+    sup,
+)
+from atlas.analyse.equations.notation import Sqrt as Root
 from atlas.analyse.equations.ops_tensor import Transpose
 
 
 class Attention(Node):
     """softmax(q kᵀ · scale + M) v, M the causal mask when the code asks for it."""
 
-    def tex(self, p):
+    def notation(self, p):
         q, k, v, mask = self.args
         m = self.meta
-        kk = k if m.get("groups", 1) == 1 else None
-        kt = (p.base(k) if kk is not None else
-              r"{\operatorname{repeat}_{" + str(m["groups"]) + r"}\!\left(" + p.print(k) + r"\right)}") + r"^{\mathsf T}"
-        vv = p.wrap(v, ATOM) if m.get("groups", 1) == 1 else \
-            r"\operatorname{repeat}_{" + str(m["groups"]) + r"}\!\left(" + p.print(v) + r"\right)"
+        groups = m.get("groups", 1)
+        repeated = lambda x: applied(op("repeat"), p.print(x), subscript=digits(str(groups)))  # noqa: E731
+        kt = sup(p.base(k) if groups == 1 else Group(repeated(k)), Word("T", "sans"))
+        vv = p.wrap(v, ATOM) if groups == 1 else repeated(v)
         head = m["head"]
         if m.get("scale") is None or (isinstance(head, int) and head > 0 and abs(m["scale"] - head ** -0.5) < 1e-12):
-            logits = r"\frac{" + p.print(q) + r"\," + kt + r"}{\sqrt{" + p.print(SizeOf(head)) + "}}"
+            logits = Frac(row(p.print(q), THIN, kt), Root(p.print(SizeOf(head))))
         elif m["scale"] == 1:           # no scaling (T5): q kᵀ as it is
-            logits = p.print(q) + r"\," + kt
+            logits = row(p.print(q), THIN, kt)
         else:
-            logits = p.print(Num(m["scale"])) + r"\," + p.print(q) + r"\," + kt
+            logits = row(p.print(Num(m["scale"])), THIN, p.print(q), THIN, kt)
         if mask is not None and not (isinstance(mask, Num) and mask.value is None):
-            logits += "+" + p.wrap(mask, ADD)
+            logits = row(logits, Glyph("+"), p.wrap(mask, ADD))
         if m.get("causal"):
-            logits += r"+\atlasref{c.causal}"
-        return r"\operatorname{softmax}\!\Big(" + logits + r"\Big)\," + vv
+            logits = row(logits, Glyph("+"), Ref("c.causal"))
+        return row(applied(op("softmax"), logits, size="Big"), THIN, vv)
 
     def run(self, ev, q, k, v, mask):
         m = self.meta
@@ -71,36 +90,38 @@ class MHAOp(Node):
 
     def _proj(self, p, x, w, b):
         # a weight stored out × in, as F.multi_head_attention_forward takes it: head h's rows, transposed
-        head = (p.base(w.args[0]) + r"^{(h)\mathsf T}" if isinstance(w, Transpose) and w.meta.get("ndim") == 2
-                else p.base(w) + "^{(h)}")
-        core = p.wrap(x, ATOM) + r"\," + head
-        return core if b is None else r"\left(" + core + "+" + p.base(b) + r"^{(h)}\right)"
+        h = row(Glyph("("), Ident("h"), Glyph(")"))
+        head = (sup(p.base(w.args[0]), row(h, Word("T", "sans"))) if isinstance(w, Transpose)
+                and w.meta.get("ndim") == 2 else sup(p.base(w), h))
+        core = row(p.wrap(x, ATOM), THIN, head)
+        return core if b is None else Fenced("(", ")", row(core, Glyph("+"), sup(p.base(b), h)), "auto")
 
-    def _weights(self, p) -> str:
+    def _weights(self, p):
         """The attention weights of head h: softmax over the keys of the scaled logits and the masks."""
         q, k, _, wq, wk, _, bq, bk, _, _, _, mask, padding = self.args
-        logits = (r"\frac{" + self._proj(p, q, wq, bq) + r"\," + self._proj(p, k, wk, bk) + r"^{\mathsf T}}{\sqrt{"
-                  + str(self.meta["head_dim"]) + "}}")
+        logits = Frac(row(self._proj(p, q, wq, bq), THIN, sup(self._proj(p, k, wk, bk), Word("T", "sans"))),
+                      Root(Number(self.meta["head_dim"])))
         for extra in (mask, padding):
             if extra is not None:
-                logits += "+" + p.wrap(extra, ADD)
+                logits = row(logits, Glyph("+"), p.wrap(extra, ADD))
         if self.meta.get("causal"):
-            logits += r"+\atlasref{c.causal}"
-        return r"\operatorname{softmax}\!\Big(" + logits + r"\Big)"
+            logits = row(logits, Glyph("+"), Ref("c.causal"))
+        return applied(op("softmax"), logits, size="Big")
 
-    def tex(self, p):
-        return self.item_tex(p, 0)
+    def notation(self, p):
+        return self.item_notation(p, 0)
 
-    def item_tex(self, p, i: int) -> str:
+    def item_notation(self, p, i: int):
         """Output 0, the attention's result; output 1, its weights, their mean over the heads by default."""
         _, _, v, _, _, wv, _, _, bv, wo, bo, _, _ = self.args
         if i == 1:
-            heads = str(self.meta["heads"])
-            return (r"\frac{1}{" + heads + r"}\sum_{h=1}^{" + heads + "}" + self._weights(p)
-                    if self.meta.get("average", True) else self._weights(p))
-        inner = self._weights(p) + r"\," + self._proj(p, v, wv, bv)
-        out = r"\operatorname{concat}_h\!\Big(" + inner + r"\Big)\," + p.print(wo)
-        return out if bo is None else out + "+" + p.print(bo)
+            heads = Number(self.meta["heads"])
+            mean = row(Frac(Number(1), heads), Script(Glyph("∑"), sub=row(Ident("h"), Glyph("="), Number(1)),
+                                                      sup=heads))
+            return row(mean, self._weights(p)) if self.meta.get("average", True) else self._weights(p)
+        inner = row(self._weights(p), THIN, self._proj(p, v, wv, bv))
+        out = row(applied(op("concat"), inner, subscript=Ident("h"), tight=True, size="Big"), THIN, p.print(wo))
+        return out if bo is None else row(out, Glyph("+"), p.print(bo))
 
     def run(self, ev, q, k, v, wq, wk, wv, bq, bk, bv, wo, bo, mask, padding):
         heads, batch_first = self.meta["heads"], self.meta["batch_first"]
@@ -149,10 +170,10 @@ class Conv(Node):
 
     prec = ADD
 
-    def tex(self, p):
+    def notation(self, p):
         x, w, b = self.args
-        core = p.wrap(w, ATOM) + r"\star " + p.wrap(x, ATOM)
-        return core + ("" if b is None else "+" + p.print(b))
+        core = row(p.wrap(w, ATOM), Glyph("⋆"), p.wrap(x, ATOM))
+        return core if b is None else row(core, Glyph("+"), p.print(b))
 
     def run(self, ev, x, w, b):
         m = self.meta
@@ -165,9 +186,9 @@ class Dropout(Node):
     evaluation too (F.dropout(x, p, training=True): Monte-Carlo dropout), meta["always"]: the check draws the mask,
     from the random state forward() drew its own from."""
 
-    def tex(self, p):
+    def notation(self, p):
         x, rate = self.args
-        return r"\operatorname{dropout}_{" + p.print(rate) + r"}\!\left(" + p.print(x) + r"\right)"
+        return applied(op("dropout"), p.print(x), subscript=p.print(rate))
 
     def run(self, ev, x, rate):
         return F.dropout(x, rate, training=True) if self.meta.get("always") else x
@@ -178,14 +199,13 @@ class Apply(Node):
     is no part of the math (F.leaky_relu(h, 0.2, inplace=True) computes what it computes out of place): neither
     printed nor passed, so a run never changes a value another step reads."""
 
-    def tex(self, p):
+    def notation(self, p):
         args, kwargs = self.args
-        shown = [_arg_tex(p, a) for a in args] + [r"\mathrm{" + k.replace("_", r"\_") + "}{=}" + _arg_tex(p, v)
-                                                  for k, v in kwargs.items() if v is not None and k != "inplace"]
+        shown = [_arg(p, a) for a in args] + [row(rm(k), Group(Glyph("=")), _arg(p, v))
+                                              for k, v in kwargs.items() if v is not None and k != "inplace"]
         # torch's spellings of its private and in-place calls are no part of the math: _grouped_mm is grouped_mm,
         # __invert__ of an integer is invert, scatter_ is scatter
-        name = self.meta["name"].strip("_").replace("_", r"\_")
-        return r"\operatorname{" + name + r"}\!\left(" + r",\,".join(shown) + r"\right)"
+        return applied(op(self.meta["name"].strip("_")), *shown)
 
     def run(self, ev, args, kwargs):
         out = self.meta["func"](*args, **{k: v for k, v in kwargs.items() if k != "inplace"})
@@ -196,31 +216,30 @@ class Apply(Node):
         return out
 
 
-def _arg_tex(p, x) -> str:
+def _arg(p, x):
     """An argument as the call received it: a node, a number, a size, a dtype, a tuple of those."""
     import sympy
     if isinstance(x, Node):
         return p.print(x)
     if isinstance(x, bool) or x is None:
-        return r"\mathrm{" + str(x) + "}"
+        return rm(str(x))
     if isinstance(x, (int, float)):
-        return Num(x).tex(p)
+        return Num(x).notation(p)
     if isinstance(x, sympy.Basic):
-        return SizeOf(x).tex(p)
+        return SizeOf(x).notation(p)
     if isinstance(x, (tuple, list)):
-        return "(" + ",".join(_arg_tex(p, i) for i in x) + ")"
+        return row(Glyph("("), joined([_arg(p, i) for i in x], Glyph(",")), Glyph(")"))
     if isinstance(x, torch.dtype):
-        return r"\mathrm{" + str(x).removeprefix("torch.") + "}"
-    return r"\mathrm{" + str(x).replace("_", r"\_").replace("{", "").replace("}", "") + "}"
+        return rm(str(x).removeprefix("torch."))
+    return rm(str(x).replace("{", "").replace("}", ""))
 
 
 class Call(Node):
     """A child module applied to its arguments, Call(module, args, kwargs); the check calls the real module."""
 
-    def tex(self, p):
+    def notation(self, p):
         module, args, kwargs = self.args
-        shown = list(kids((args, kwargs)))
-        return p.print(module) + r"\!\left(" + r",\,".join(p.print(a) for a in shown) + r"\right)"
+        return applied(p.print(module), *(p.print(a) for a in kids((args, kwargs))))
 
     def run(self, ev, module, args, kwargs):
         return module(*args, **kwargs)
@@ -230,7 +249,7 @@ class Loop(Node):
     """The entries of a module list applied in turn, each to the previous one's result:
     Loop(modules, start, args, kwargs), the running value inserted in `args` at `slot`."""
 
-    def tex(self, p):
+    def notation(self, p):
         raise TypeError("a loop is printed as a step of its own")
 
     def run(self, ev, modules, start, args, kwargs):
@@ -251,10 +270,10 @@ class Linear(Node):
 
     prec = ADD
 
-    def tex(self, p):
+    def notation(self, p):
         x, w, b = self.args
-        core = p.wrap(x, ATOM) + r"\," + p.base(w) + r"^{\mathsf T}"
-        return core if b is None else core + "+" + p.print(b)
+        core = row(p.wrap(x, ATOM), THIN, sup(p.base(w), Word("T", "sans")))
+        return core if b is None else row(core, Glyph("+"), p.print(b))
 
     def run(self, ev, x, w, b):
         y = x @ w.transpose(-2, -1) if w.dim() > 1 else x @ w

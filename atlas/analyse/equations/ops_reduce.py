@@ -7,6 +7,21 @@ import sympy
 import torch
 
 from atlas.analyse.equations.nodes import ATOM, MUL, Node, SizeOf, Sym
+from atlas.analyse.equations.notation import (
+    Fenced,
+    Frac,
+    Glyph,
+    Ident,
+    Number,
+    Script,
+    Space,
+    applied,
+    fn,
+    op,
+    row,
+    sub,
+    sup,
+)
 from atlas.analyse.equations.ops_math import Pow, Sub
 
 
@@ -22,9 +37,9 @@ class Mean(Node):
 
     prec = ATOM
 
-    def tex(self, p):
+    def notation(self, p):
         x, n = self.args
-        return r"\frac{1}{" + p.print(n) + r"}\sum_{j=1}^{" + p.print(n) + "}" + _indexed(p, x)
+        return row(Frac(Number(1), p.print(n)), _sum_over("j", p.print(n)), _indexed(p, x))
 
     def run(self, ev, x, n):
         dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
@@ -39,9 +54,9 @@ class Mean(Node):
 class Sum(Node):
     prec = ATOM
 
-    def tex(self, p):
+    def notation(self, p):
         x, n = self.args
-        return r"\sum_{j=1}^{" + p.print(n) + "}" + _indexed(p, x)
+        return row(_sum_over("j", p.print(n)), _indexed(p, x))
 
     def run(self, ev, x, n):
         dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
@@ -53,8 +68,8 @@ class Norm2(Node):
 
     prec = ATOM
 
-    def tex(self, p):
-        return r"\lVert " + p.print(self.args[0]) + r"\rVert_2"
+    def notation(self, p):
+        return sub(Fenced("‖", "‖", p.print(self.args[0])), Number(2), tight=True)
 
     def run(self, ev, x):
         dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
@@ -66,9 +81,9 @@ class Var(Node):
 
     prec = ATOM
 
-    def tex(self, p):
+    def notation(self, p):
         x, n = self.args
-        return r"\operatorname{Var}_{" + p.print(n) + r"}\!\left(" + p.print(x) + r"\right)"
+        return applied(op("Var"), p.print(x), subscript=p.print(n))
 
     def run(self, ev, x, n):
         dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
@@ -82,8 +97,8 @@ class Var(Node):
 class AMax(Node):
     prec = ATOM
 
-    def tex(self, p):
-        return r"\max_{j}" + _indexed(p, self.args[0])
+    def notation(self, p):
+        return row(sub(fn("max"), Ident("j")), _indexed(p, self.args[0]))
 
     def run(self, ev, x):
         dims, keep = _dims(self.meta["dim"]), self.meta.get("keepdim", False)
@@ -95,12 +110,14 @@ class Softmax(Node):
 
     prec = ATOM
 
-    def tex(self, p):
+    def notation(self, p):
         x, n = self.args
         if not isinstance(x, Sym):
-            return r"\operatorname{softmax}\!\big(" + p.print(x) + r"\big)"
+            return applied(op("softmax"), p.print(x), size="big")
         inner = p.base(x)
-        return (r"\frac{\exp " + inner + r"_{t,s}}{\sum_{u=1}^{" + p.print(n) + r"}\exp " + inner + r"_{t,u}}")
+        at = lambda last: sub(inner, row(Ident("t"), Glyph(","), Ident(last)))  # noqa: E731
+        return Frac(row(fn("exp"), Space("plain"), at("s")),
+                    row(_sum_over("u", p.print(n)), fn("exp"), Space("plain"), at("u")))
 
     def run(self, ev, x, n):
         d = self.meta["dim"]
@@ -111,9 +128,9 @@ class Softmax(Node):
 class LogSoftmax(Node):
     prec = ATOM
 
-    def tex(self, p):
+    def notation(self, p):
         x, n = self.args
-        return r"\log\operatorname{softmax}\!\big(" + p.print(x) + r"\big)"
+        return row(fn("log"), applied(op("softmax"), p.print(x), size="big"))
 
     def run(self, ev, x, n):
         d = self.meta["dim"]
@@ -121,14 +138,20 @@ class LogSoftmax(Node):
         return x - m - torch.log(torch.exp(x - m).sum(dim=d, keepdim=True))
 
 
-def _indexed(p, x) -> str:
+def _indexed(p, x):
     """x_j, x_j^2 or (x_j - μ)^2: the summand of a sum over features."""
     if isinstance(x, Pow) and isinstance(x.args[0], Sub):
         a, b = x.args[0].args
-        return r"\left(" + p.base(a) + "_j-" + p.wrap(b, MUL) + r"\right)^{" + p.print(x.args[1]) + "}"
+        inner = row(sub(p.base(a), Ident("j"), tight=True), Glyph("−"), p.wrap(b, MUL))
+        return sup(Fenced("(", ")", inner, "auto"), p.print(x.args[1]))
     if isinstance(x, Pow):
-        return p.base(x.args[0]) + "_j^{" + p.print(x.args[1]) + "}"
-    return p.base(x) + "_j"
+        return Script(p.base(x.args[0]), sub=Ident("j"), sup=p.print(x.args[1]), tight="_")
+    return sub(p.base(x), Ident("j"), tight=True)
+
+
+def _sum_over(index: str, n):
+    """∑ from index = 1 to n."""
+    return Script(Glyph("∑"), sub=row(Ident(index), Glyph("="), Number(1)), sup=n)
 
 
 def n_of(shape, dim) -> SizeOf:

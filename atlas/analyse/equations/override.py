@@ -19,6 +19,7 @@ from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.leaves import Unsupported
 from atlas.analyse.equations.nodes import Num, SizeOf, Sym
+from atlas.analyse.equations.notation import Ident
 from atlas.analyse.equations.program import Program, Step
 from atlas.i18n import msg
 from atlas.load.forward_calls import parameters
@@ -80,7 +81,7 @@ def program(module: nn.Module, lines, input_names: list[str]) -> Program:
             prog.inputs.append(name)
             names[name] = Sym(f"in.{name}")
     for name, _ in list(module.named_parameters(recurse=False)) + list(module.named_buffers(recurse=False)):
-        prog.add(f"p.{name}", "param", ("param", "", name, False), base=r"\gamma" if name == "gain" else name)
+        prog.add(f"p.{name}", "param", ("param", "", name, False), base=Ident("γ") if name == "gain" else name)
         names[name] = Sym(f"p.{name}")
     for name, value in vars(module).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not name.startswith("_"):

@@ -1,17 +1,40 @@
-"""A named program as page data: LaTeX lines with symbol references, the symbols, constants and notations.
+"""A named program as page data: its lines as formulas whose symbols are references, the symbols, constants and
+notations.
 
-Printing walks the same nodes the check runs. Nothing here adds markup for the site; that is the render
-layer's job (atlas.render.math_markup).
+Printing walks the same nodes the check runs. Nothing here writes LaTeX or markup for the site: that is the render
+layer's job (atlas.render.latex, atlas.render.math_markup).
 """
 
 from __future__ import annotations
+
+import math
 
 import sympy
 
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations.facts import facts
-from atlas.analyse.equations.nodes import Num, Printer, SizeOf, Sym, kids, number_tex
+from atlas.analyse.equations.nodes import Num, Printer, SizeOf, Sym, kids
+from atlas.analyse.equations.notation import (
+    QUAD,
+    Cases,
+    Equation,
+    Fenced,
+    Glyph,
+    Group,
+    Ident,
+    Number,
+    Ref,
+    Size,
+    Space,
+    applied,
+    joined,
+    op,
+    rm,
+    row,
+    sub,
+    sup,
+)
 from atlas.analyse.equations.ops_nn import Attention, Call, Loop, MHAOp
 from atlas.analyse.equations.ops_tensor import Heads, Item, MergeHeads, StopGradient
 from atlas.analyse.equations.program import Program
@@ -22,19 +45,17 @@ from atlas.i18n import msg
 MAX_SUMMARY = 3
 
 
-def _ref(key: str) -> str:
-    return r"\atlasref{" + key + "}"
-
-
-def _loop_tex(p: Printer, prog: Program, key: str, node: Loop) -> str:
-    stem = prog.symbols[key].stem or prog.symbols[key].tex or "x"
+def _loop_line(p: Printer, prog: Program, key: str, node: Loop):
+    """stem_{n+1} = f_n(stem_n, ...), n = 0, …, N − 1; stem_0 = start."""
+    stem = Group(prog.symbols[key].stem or prog.symbols[key].name or Ident("x"))
     mods, start, args, kwargs = node.args
     count = node.meta["count"]
     shown = [p.print(a) for a in kids((args, kwargs)) if not isinstance(a, (Num, SizeOf))]
-    inner = ",\\,".join([f"{{{stem}}}_n"] + shown)
-    name = p.print(mods)
-    return (f"{{{stem}}}_{{n+1}} = {name}_n\\!\\left({inner}\\right),\\quad n=0,\\dots,{count - 1};\\quad "
-            f"{{{stem}}}_0 = {p.print(start)}")
+    n = Ident("n")
+    step = applied(sub(p.print(mods), n, tight=True), sub(stem, n, tight=True), *shown)
+    rest = row(Glyph(","), QUAD, n, Glyph("="), Number(0), Glyph(","), Glyph("⋯"), Glyph(","), Number(count - 1),
+               Glyph(";"), QUAD, Equation(sub(stem, Number(0), tight=True), p.print(start)))
+    return Equation(sub(stem, row(n, Glyph("+"), Number(1))), row(step, rest))
 
 
 def _dims(shape, vocab) -> tuple:
@@ -53,36 +74,36 @@ def notations(prog: Program) -> tuple:
                 counts = {n.meta.get("heads") for s in prog.steps for n in s.node.walk() if isinstance(n, Heads)}
                 d = node.meta.get("features")
                 if len(counts) == 1:
-                    out.append((r"x^{h}", msg("x split into %(heads)s heads of %(features)s features each: a view "
+                    out.append((sup(Ident("x"), Ident("h")), msg("x split into %(heads)s heads of %(features)s features each: a view "
                                               "of its last axis, then the heads axis moved before the positions",
                                               heads=str(counts.pop()), features=str(d))))
                 else:
-                    out.append((r"x^{h}", msg("x split into heads of %(features)s features each: a view of its "
+                    out.append((sup(Ident("x"), Ident("h")), msg("x split into heads of %(features)s features each: a view of its "
                                               "last axis, then the heads axis moved before the positions",
                                               features=str(d))))
             elif isinstance(node, MergeHeads) and "merge" not in seen:
                 seen.add("merge")
-                out.append((r"\operatorname{concat}_h(O)", msg("the heads of O put back side by side: the positions "
+                out.append((row(sub(op("concat"), Ident("h"), tight=True), Fenced("(", ")", Ident("O"))), msg("the heads of O put back side by side: the positions "
                                                                "axis moved before the heads, then a reshape")))
             elif isinstance(node, Item) and isinstance(node.meta.get("i"), int) and "item" not in seen and \
-                    not hasattr(node.args[0], "item_tex"):
+                    not hasattr(node.args[0], "item_notation"):
                 seen.add("item")
-                out.append((r"(\ldots)_{k}", msg("the k-th of the values a call returns, counted from 1: (…)₁ is "
+                out.append((sub(Fenced("(", ")", Glyph("…")), Ident("k")), msg("the k-th of the values a call returns, counted from 1: (…)₁ is "
                                                  "what the code reads as [0]")))
             elif isinstance(node, StopGradient) and "sg" not in seen:
                 seen.add("sg")
-                out.append((r"\operatorname{sg}", msg("stop-gradient, the code's `.detach()`: the same value, through "
+                out.append((op("sg"), msg("stop-gradient, the code's `.detach()`: the same value, through "
                                                        "which no gradient flows back in training")))
             elif isinstance(node, m.MachineEpsilon) and "eps" not in seen:
                 seen.add("eps")
-                out.append((r"\epsilon_{\mathrm{mach}}", msg("the machine epsilon of the input's floating-point type "
+                out.append((sub(Ident("ϵ"), rm("mach")), msg("the machine epsilon of the input's floating-point type "
                                                               "(%(eps)s in float32), which torch adds when eps is None",
                                                               eps="%.3g" % m.MachineEpsilon.of("float32"))))
             elif isinstance(node, MHAOp) and "mha-mask" not in seen and any(
                     isinstance(mask, Sym) for mask in node.masks):
                 seen.add("mha-mask")
                 shown = [mask for mask in node.masks if isinstance(mask, Sym)]
-                out.append((r",\ ".join(_ref(mask.key) for mask in shown),
+                out.append((joined([Ref(mask.key) for mask in shown], (Glyph(","), Space("word"))),
                             msg("added to the logits as torch adds a mask: a boolean one is −∞ where it is true (that "
                                 "key is left out) and 0 elsewhere, a float one as it is; a padding mask [B, S] for "
                                 "every head and query, an attention mask [T, S] for every sequence, or [B·heads, T, S] "
@@ -91,13 +112,13 @@ def notations(prog: Program) -> tuple:
                     and not (isinstance(node.args[3], Num) and node.args[3].value is None):
                 seen.add("sdpa-mask")
                 mask = node.args[3]
-                out.append((_ref(mask.key) if isinstance(mask, Sym) else r"\operatorname{softmax}",
+                out.append((Ref(mask.key) if isinstance(mask, Sym) else op("softmax"),
                             msg("the mask added to the logits as scaled_dot_product_attention adds one: a boolean "
                                 "mask is 0 where it is true (that key is attended) and −∞ elsewhere, a float one is "
                                 "added as it is; a query whose every key is masked gets zeros")))
             if node.meta.get("causal") is True and "causal" not in seen:         # Attention, MHAOp
                 seen.add("causal")
-                out.append((r"\atlasref{c.causal}_{t,s}=\begin{cases}0 & s\le t\\-\infty & s>t\end{cases}",
+                out.append((_causal_mask(),
                             msg("the causal mask: each position attends to itself and the positions before it")))
     return tuple(out)
 
@@ -156,44 +177,46 @@ def normalizes(prog: Program) -> bool:
     return False
 
 
+def _causal_mask():
+    """M_{t,s} = 0 where s ≤ t, −∞ where s > t."""
+    t, s = Ident("t"), Ident("s")
+    rows = ((Number(0), row(s, Glyph("≤"), Space("plain"), t)), (Number(-math.inf), row(s, Glyph(">"), t)))
+    return row(sub(Ref("c.causal"), row(t, Glyph(","), s)), Glyph("="), Cases(rows))
+
+
 def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations:
     """Page data for a named program. `link_ids` maps a relative module path to a component id."""
     p = Printer(prog.scalars())
     steps = []
     for step in prog.steps:
         if isinstance(step.node, Loop):
-            tex = _loop_tex(p, prog, step.key, step.node)
-        elif isinstance(step.node, red.Softmax) and isinstance(step.node.args[0], Sym) and step.lhs is None:
-            tex = f"{{{_ref(step.key)}}}_{{t,s}} = {p.print(step.node)}"       # A_{t,s} = exp F_{t,s} / Σ_u ...
+            line = _loop_line(p, prog, step.key, step.node)
+        elif isinstance(step.node, red.Softmax) and isinstance(step.node.args[0], Sym):    # A_{t,s} = exp F_{t,s}/…
+            line = Equation(sub(Group(Ref(step.key)), row(Ident("t"), Glyph(","), Ident("s"))), p.print(step.node))
         else:
-            tex = f"{step.lhs or _ref(step.key)} = {p.print(step.node)}"
+            line = Equation(Ref(step.key), p.print(step.node))
         links = tuple(dict.fromkeys(i for i in (link_ids(rel) for rel in step.links) if i is not None))
-        steps.append(Step(tex, step.section, links, step.key, _dims(step.shape, vocab)))
-    constants = tuple(f"{_ref(k)} = {_const_tex(prog.symbols[k].binding[1])}" for k in prog.constants)
+        steps.append(Step(line, step.section, links, step.key, _dims(step.shape, vocab)))
+    constants = tuple(Equation(Ref(k), _constant(prog.symbols[k].binding[1])) for k in prog.constants)
     own = [s for s in steps if s.section is None]
     if prog.leaf:
-        summary = tuple(s.tex for s in steps) + constants
+        summary = tuple(s.formula for s in steps) + constants
     else:
-        summary = tuple(s.tex for s in (own if len(own) <= MAX_SUMMARY else own[-2:]))
+        summary = tuple(s.formula for s in (own if len(own) <= MAX_SUMMARY else own[-2:]))
     used = set()
-    for line in [s.tex for s in steps] + list(constants):
-        used.update(_keys(line))
+    for line in [s.formula for s in steps] + list(constants):
+        used.update(line.refs())
     notes = notations(prog)
-    for tex, _ in notes:
-        used.update(_keys(tex))
-    symbols = tuple(MathSymbol(k, s.tex or k, s.kind, s.stream) for k, s in prog.symbols.items() if k in used)
+    for line, _ in notes:
+        used.update(line.refs())
+    symbols = tuple(MathSymbol(k, s.name or Ident(k), s.kind, s.stream) for k, s in prog.symbols.items() if k in used)
     return Equations(status, summary, tuple(steps), prog.leaf, None, None, residuals(prog), normalizes(prog),
                      symbols, constants if not prog.leaf else (), notes, facts(prog))
 
 
-def _keys(line: str) -> list[str]:
-    from atlas.render.math_markup import refs
-    return refs(line)
-
-
-def _const_tex(value) -> str:
+def _constant(value):
     if isinstance(value, (int, float)):
-        return number_tex(value)
+        return Number(value)
     if isinstance(value, sympy.Basic):
-        return sympy.latex(value)
-    return str(value)
+        return Size(str(value), compact=False)
+    return Ident(str(value))

@@ -20,7 +20,8 @@ class Symbol:
     key: str
     kind: str                       # "input" | "param" | "const" | "module" | "modules" | "value"
     binding: tuple | None = None    # how the check gets its value; None for a step's value
-    base: str | None = None         # the code's name for it (a variable, a parameter, an attribute)
+    base: object = None             # the code's name for it (a variable, a parameter, an attribute), or a name
+                                    # given as a formula where it was made (γ, W_Q)
     scalar: bool = False            # a number (ε): products with it print as juxtaposition
     section: str | None = None      # the expanded child it was computed in
     role: str | None = None         # a subscript that tells it apart on the page (the section's owner)
@@ -28,11 +29,11 @@ class Symbol:
     shape: tuple | None = None
     output: bool = False            # a value forward() returns
     stream: str | None = None       # "q" | "k" | "v": the attention stream it belongs to
-    fixed: str | None = None        # a name set by notation ("\\mu_d({x})" on a leaf page), {x} its input's name
+    fixed: object = None            # a name set by notation: a function of its input's name (x -> μ_d(x))
     fixed_input: str | None = None
     in_scan: bool = False           # a recurrent cell's line: run inside its scan, not on its own
-    stem: str | None = None         # the name before its version mark (u for u'), given by the namer
-    tex: str | None = None          # the page's name, given by the namer
+    stem: object = None             # the name before its version mark (u for u'), given by the namer
+    name: object = None             # the page's name, a formula, given by the namer
 
 
 @dataclass
@@ -41,7 +42,6 @@ class Step:
     node: Node
     section: str | None = None
     shape: tuple | None = None
-    lhs: str | None = None          # a left side other than the symbol (μ_d(x) on a leaf page, a loop's form)
     links: tuple = ()               # relative paths of the child modules the step calls, in order
 
 

@@ -12,6 +12,7 @@ from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.leaves import Leaf, LeafBuilder, Unsupported
 from atlas.analyse.equations.nodes import Evaluator, Node, Num, Sym
+from atlas.analyse.equations.notation import THIN, Fenced, Glyph, Ident, Number, Ref, Script, applied, row, sub
 from atlas.i18n import msg
 
 GATES = {"LSTM": "ifgo", "GRU": "rzn", "RNN": "h"}
@@ -20,17 +21,20 @@ GATES = {"LSTM": "ifgo", "GRU": "rzn", "RNN": "h"}
 class Scan(Node):
     """Run the cell over time, layer after layer, in each direction; returns (output, final state)."""
 
-    def tex(self, p):
+    def notation(self, p):
         given = [a for a in (self.args[0], self.args[1], self.args[3]) if a is not None]
-        return p.print(self.args[2]) + r"\!\left(" + ",\\,".join(p.print(a) for a in given) + r"\right)"
+        return applied(p.print(self.args[2]), *(p.print(a) for a in given))
 
-    def item_tex(self, p, i: int) -> str:
+    def item_notation(self, p, i: int):
         """The outputs in the cell's terms: every h_t of the last layer, then the final state."""
+        last = row(Ident("t"), Glyph("="), Ident("T"))
         if i == 0:
-            return r"\big(\atlasref{h_t}\big)_{t=1}^{T}"
+            return Script(Fenced("(", ")", Ref("h_t"), "big"), sub=row(Ident("t"), Glyph("="), Number(1)),
+                          sup=Ident("T"))
+        final = lambda key: sub(row(Ref(key), Glyph("big|")), last)    # noqa: E731
         if self.meta["kind"] == "LSTM":
-            return r"\big(\atlasref{h_t}\big|_{t=T},\,\atlasref{c_t}\big|_{t=T}\big)"
-        return r"\atlasref{h_t}\big|_{t=T}"
+            return Fenced("(", ")", row(final("h_t"), Glyph(","), THIN, final("c_t")), "big")
+        return final("h_t")
 
     def run(self, ev, x, h0, mod, c0=None):
         """x, and the state the call gives (h0, and an LSTM's c0: [layers × directions, B, H]) or None."""
@@ -79,6 +83,16 @@ class Scan(Node):
         return (out, (hn, cn)) if kind == "LSTM" else (out, hn)
 
 
+def _at_t(letter: str):
+    """A cell's value at time step t: h_t."""
+    return Script(Ident(letter), sub=Ident("t"), tight="_")
+
+
+def _of_layer(letter: str, gates: str):
+    """A gate's weight or bias in layer l: W_{ii}^{(l)}."""
+    return Script(Ident(letter), sub=Ident(gates), sup=row(Glyph("("), Ident("l"), Glyph(")")))
+
+
 def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
     """The call's tensors as forward() is given them, an LSTM's state (h0, c0) as two: x, h0, c0."""
     mod = b.module
@@ -87,8 +101,9 @@ def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
         raise Unsupported(msg("recurrent module %(cls_name)s with a projection", cls_name=type(mod).__name__))
     nonlinearity = getattr(mod, "nonlinearity", "tanh")
     prog = b.prog
-    for key, tex in (("x_t", "x_t"), ("h_prev", "h_{t-1}"), ("c_prev", "c_{t-1}")):
-        prog.add(key, "loopvar", None, base=tex)
+    t_1 = row(Ident("t"), Glyph("−"), Number(1))
+    for key, name in (("x_t", _at_t("x")), ("h_prev", Script(Ident("h"), sub=t_1)), ("c_prev", Script(Ident("c"), sub=t_1))):
+        prog.add(key, "loopvar", None, base=name)
     params = {}
 
     def weight(kind_, gate_i, gate):
@@ -96,7 +111,7 @@ def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
         key = f"p.{b.path}.{name}.{gate}" if b.path else f"p.{name}.{gate}"
         prog.add(key, "param", ("param", b.path, f"{name}_l0", True, (gate_i * mod.hidden_size,
                                                                       (gate_i + 1) * mod.hidden_size)),
-                 base=f"W_{{{kind_[0]}{gate}}}^{{(l)}}")
+                 base=_of_layer("W", kind_[0] + gate))
         params[key] = (name, gate_i)
         return Sym(key)
 
@@ -107,7 +122,7 @@ def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
         key = f"p.{b.path}.{name}.{gate}" if b.path else f"p.{name}.{gate}"
         prog.add(key, "param", ("param", b.path, f"{name}_l0", False, (gate_i * mod.hidden_size,
                                                                        (gate_i + 1) * mod.hidden_size)),
-                 base=f"b_{{{kind_[0]}{gate}}}^{{(l)}}")
+                 base=_of_layer("b", kind_[0] + gate))
         params[key] = (name, gate_i)
         return Sym(key)
 
@@ -121,26 +136,26 @@ def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
 
     cell = []
 
-    def step(key, tex, node):
-        prog.add(key, "loopvar", None, base=tex)
+    def step(key, letter, node):
+        prog.add(key, "loopvar", None, base=_at_t(letter))
         cell.append((key, node))
         return Sym(key)
 
     if kind == "LSTM":
-        i_ = step("i_t", "i_t", m.Sigmoid(pre(0, "i")))
-        f_ = step("f_t", "f_t", m.Sigmoid(pre(1, "f")))
-        g_ = step("g_t", "g_t", m.Tanh(pre(2, "g")))
-        o_ = step("o_t", "o_t", m.Sigmoid(pre(3, "o")))
-        c_ = step("c_t", "c_t", m.Add(m.Mul(f_, Sym("c_prev")), m.Mul(i_, g_)))
-        step("h_t", "h_t", m.Mul(o_, m.Tanh(c_)))
+        i_ = step("i_t", "i", m.Sigmoid(pre(0, "i")))
+        f_ = step("f_t", "f", m.Sigmoid(pre(1, "f")))
+        g_ = step("g_t", "g", m.Tanh(pre(2, "g")))
+        o_ = step("o_t", "o", m.Sigmoid(pre(3, "o")))
+        c_ = step("c_t", "c", m.Add(m.Mul(f_, Sym("c_prev")), m.Mul(i_, g_)))
+        step("h_t", "h", m.Mul(o_, m.Tanh(c_)))
     elif kind == "GRU":
-        r_ = step("r_t", "r_t", m.Sigmoid(pre(0, "r")))
-        z_ = step("z_t", "z_t", m.Sigmoid(pre(1, "z")))
-        n_ = step("n_t", "n_t", m.Tanh(m.Add(affine("x_t", "ih", 2, "n"), m.Mul(r_, affine("h_prev", "hh", 2, "n")))))
-        step("h_t", "h_t", m.Add(m.Mul(m.Sub(Num(1), z_), n_), m.Mul(z_, Sym("h_prev"))))
+        r_ = step("r_t", "r", m.Sigmoid(pre(0, "r")))
+        z_ = step("z_t", "z", m.Sigmoid(pre(1, "z")))
+        n_ = step("n_t", "n", m.Tanh(m.Add(affine("x_t", "ih", 2, "n"), m.Mul(r_, affine("h_prev", "hh", 2, "n")))))
+        step("h_t", "h", m.Add(m.Mul(m.Sub(Num(1), z_), n_), m.Mul(z_, Sym("h_prev"))))
     else:
         act = m.Tanh if nonlinearity == "tanh" else (lambda v: m.Max(v, Num(0)))
-        step("h_t", "h_t", act(pre(0, "h")))
+        step("h_t", "h", act(pre(0, "h")))
     key = f"m.{b.path}" if b.path else "m."
     prog.add(key, "module", ("module", b.path), base=type(mod).__name__)
     node = Scan(x, h0, Sym(key), c0 if kind == "LSTM" else None, kind=kind, cell=cell, params=params)

@@ -18,6 +18,7 @@ import torch
 
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations.nodes import ATOM, Node, Num
+from atlas.analyse.equations.notation import Ident, applied, op, rm
 
 EPS_WORDS = ("eps", "epsilon")
 
@@ -97,9 +98,9 @@ class DtypeLimit(Num):
 
     __slots__ = ()
 
-    def tex(self, p):
+    def notation(self, p):
         word = "lowest" if self.meta["limit"] == "min" else "highest"
-        return r"\operatorname{" + word + r"}\!\left(\mathrm{" + self.meta["dtype"] + r"}\right)"
+        return applied(op(word), rm(self.meta["dtype"]))
 
     @property
     def prec(self):
@@ -198,8 +199,8 @@ def rebuild(node: ast.expr, scope: _Scope) -> Node | None:
 class Pi(Num):
     __slots__ = ()
 
-    def tex(self, p):
-        return r"\pi"
+    def notation(self, p):
+        return Ident("π")
 
 
 def value_of(node) -> float | None:

@@ -1,4 +1,4 @@
-"""Readable LaTeX for the code's own names: u_bar -> \\bar{u}, delta_attn -> \\Delta_{\\mathrm{attn}}.
+"""Readable names for the code's own names, as formulas: u_bar -> ū, delta_attn -> Δ_attn, W with `qkv` -> W_qkv.
 
 Long names that model code conventionally uses for the usual quantities read as their usual letters
 (hidden_states -> x, query_states -> q, attn_weights -> A). Stream membership (q, k, v) is reported
@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import re
 
+from atlas.analyse.equations.notation import Accent, Glyph, Group, Ident, Number, Row, Script, Word, joined, rm, row
+from atlas.document.math_tree import Node
+
 GREEK = {
-    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu",
-    "nu", "xi", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega",
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "zeta": "ζ", "eta": "η", "theta": "θ",
+    "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π", "rho": "ρ", "sigma": "σ",
+    "tau": "τ", "upsilon": "υ", "phi": "ϕ", "chi": "χ", "psi": "ψ", "omega": "ω",
 }
-ACCENTS = {"bar": r"\bar", "hat": r"\hat", "tilde": r"\tilde", "dot": r"\dot", "vec": r"\vec"}
+CAPITALS = {"ϕ": "Φ"}
+ACCENTS = {"bar", "hat", "tilde", "dot", "vec"}
 STREAMS = {"q": "q", "k": "k", "v": "v"}
+PRIME = Glyph("′")
 
 # Names the PyTorch ecosystem gives the usual quantities, and the letters papers give them.
 CONVENTIONAL = {
@@ -27,19 +33,27 @@ CONVENTIONAL = {
     "causal_mask": "M", "input_ids": "ids", "position_ids": "pos", "q_embed": "q", "k_embed": "k",
     "input": "x", "inputs": "x", "output": "y", "outputs": "y", "hx": "h",
 }
-HINTS = {"mu": r"\mu", "sigma2": r"\sigma^2", "ms": r"\mathrm{ms}", "a": "a", "f": "f", "x_prime": "x'"}
+HINTS = {"mu": Ident("μ"), "sigma2": Script(Ident("σ"), sup=Number(2), tight="^"), "ms": rm("ms"), "a": Ident("a"),
+         "f": Ident("f"), "x_prime": row(Ident("x"), PRIME)}
 
 
-def _base(word: str) -> str:
-    if word.lower() in GREEK:
-        if word in ("epsilon", "eps"):
-            return r"\varepsilon"
-        return "\\" + (word if word.islower() else word.capitalize())
-    if word == "eps":
-        return r"\varepsilon"
+def greek(word: str) -> str | None:
+    """The Greek letter a word names: "gamma" -> γ, "Delta" -> Δ; None for other words."""
+    letter = GREEK.get(word.lower())
+    if letter is None:
+        return None
+    return letter if word.islower() else CAPITALS.get(letter, letter.upper())
+
+
+def _base(word: str) -> Node:
+    if word in ("epsilon", "eps"):
+        return Ident("ε")
+    letter = greek(word)
+    if letter is not None:
+        return Ident(letter)
     if len(word) == 1 or (len(word) == 2 and word[1].isdigit()):
-        return word if len(word) == 1 else f"{word[0]}_{{{word[1]}}}"
-    return r"\mathrm{" + word.replace("_", r"\_") + "}"
+        return Ident(word) if len(word) == 1 else Script(Ident(word[0]), sub=Number(int(word[1])))
+    return rm(word)
 
 
 # words after q, k or v that name something about a stream, not the stream: LongT5's q_indices are positions
@@ -69,38 +83,64 @@ def parts(name: str) -> tuple[str, str | None, int]:
     return "_".join(words), accent, primes
 
 
-def tex_name(name: str, stem_tex: str | None = None, avoid: tuple[str, ...] = ()) -> str:
-    """A Python identifier as LaTeX; `stem_tex` replaces the stem (x_bar with x = u' -> \\bar{u'}). The usual
-    letter for a name is not used where it is in `avoid`, the page's size symbols: attention scores are
-    \\mathrm{scores}, not S, beside a source length S."""
+def primed(name: Node, primes: int) -> Node:
+    """A name with primes after it: x, x′, x″."""
+    return row(name, *[PRIME] * primes)
+
+
+def unprimed(name: Node) -> Node:
+    """A name without the primes at its end."""
+    if isinstance(name, Row):
+        items = list(name.items)
+        while items and items[-1] == PRIME:
+            items.pop()
+        return row(*items)
+    return name
+
+
+def name_of(name: str, stem: Node | None = None, avoid: tuple[str, ...] = ()) -> Node:
+    """A Python identifier as a name; `stem` replaces the stem (x_bar with x = u' -> ū′). The usual letter for a
+    name is not used where it is in `avoid`, the page's size symbols: attention scores are `scores`, not S, beside a
+    source length S."""
     if name in CONVENTIONAL and CONVENTIONAL[name] not in avoid:
         name = CONVENTIONAL[name]
-    stem, accent, primes = parts(name)
-    words = [w for w in stem.split("_") if w]
+    base_name, accent, primes = parts(name)
+    words = [w for w in base_name.split("_") if w]
     if not words:
-        return r"\mathrm{" + name.replace("_", r"\_") + "}"
+        return rm(name)
     head, rest = words[0], words[1:]
-    if stem_tex is not None:
-        tex = stem_tex if not accent else f"{ACCENTS[accent]}{{{stem_tex}}}"
-        return tex + "'" * primes
+    if stem is not None:
+        return primed(stem if not accent else Accent(accent, stem), primes)
     if head == "delta" and rest:
-        tex = r"\Delta_{\mathrm{" + r"\,".join(rest) + "}}"
+        out = Script(Ident("Δ"), sub=rm(" ".join(rest)))
         rest = []
     else:
-        tex = _base(head)
+        out = _base(head)
         if accent:
-            tex = f"{ACCENTS[accent]}{{{tex}}}"
-    if rest:
-        sub = ",".join(r if len(r) <= 2 else r"\mathrm{" + r + "}" for r in rest)
-        tex = f"{tex}_{{{sub}}}" if "_{" not in tex else tex
-    return tex + "'" * primes
+            out = Accent(accent, out)
+    if rest and not has_subscript(out):
+        out = Script(out, sub=joined([Ident(r) if len(r) <= 2 else rm(r) for r in rest], Glyph(",")))
+    return primed(out, primes)
 
 
-def subscripted(base: str, attr: str) -> str:
-    """A parameter named by the child that owns it: W with `qkv` -> W_{\\mathrm{qkv}}."""
-    clean = re.sub(r"[^A-Za-z0-9]+", r"\\,", attr).strip("\\,")
-    if not clean:
+def subscripted(base: Node, attr: str) -> Node:
+    """A parameter named by the child that owns it: W with `qkv` -> W_qkv."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", attr) if w]
+    if not words:
         return base
-    if "_{" in base or "^{" in base or "_" in base:
-        return "{" + base + "}_{\\mathrm{" + clean + "}}"
-    return f"{base}_{{\\mathrm{{{clean}}}}}"
+    return Script(Group(base) if scripted(base) else base, sub=rm(" ".join(words)))
+
+
+def has_subscript(name: Node) -> bool:
+    return any(isinstance(n, Script) and n.sub is not None for n in name.walk())
+
+
+def has_superscript(name: Node) -> bool:
+    return any(isinstance(n, Script) and n.sup is not None for n in name.walk())
+
+
+def scripted(name: Node) -> bool:
+    """A name with a subscript or a grouped superscript in it, or a word with an underscore: a subscript after it
+    would be a second one."""
+    return any((isinstance(n, Script) and (n.sub is not None or (n.sup is not None and "^" not in n.tight)))
+               or (isinstance(n, Word) and "_" in n.text) for n in name.walk())

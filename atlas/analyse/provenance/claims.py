@@ -140,9 +140,10 @@ def architecture_claim(reader: CodeReader, doc: ModelDoc, module: nn.Module, com
                   msg("equations verified"), source.file, src_file, min(near), max(near))
 
 
-def _eps_value(line: str) -> float | None:
+def _eps_value(line) -> float | None:
     """The value of ε a constant's line states, read from its symbol's key (c.eps.<value>)."""
-    m = re.search(r"c\.eps\.([0-9.e+-]+)\}", line)
+    found = (re.fullmatch(r"c\.eps\.([0-9.e+-]+)", key) for key in line.refs())
+    m = next((f for f in found if f), None)
     return float(m.group(1)) if m else None
 
 

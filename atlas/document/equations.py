@@ -1,27 +1,29 @@
 """A component's equations: the steps, the symbols they name, the check against forward() and the facts read
-off the verified steps."""
+off the verified steps. Lines and names are formulas (atlas.document.math_tree): structure, no markup."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
 
+from atlas.document.math_tree import Node
+
 
 @dataclass(frozen=True)
 class MathSymbol:
-    """One value a page names: defined once, named once (identity is the key, not the LaTeX)."""
+    """One value a page names: defined once, named once (identity is the key, not the name)."""
 
     key: str                        # "in.u", "p.qkv.weight", "v12", "c.eps.1e-05"
-    tex: str                        # its name on the page, plain LaTeX
+    name: Node                      # its name on the page
     kind: str                       # "input" | "param" | "const" | "module" | "modules" | "value" | "notation"
     stream: str | None = None       # "q" | "k" | "v": the attention stream it belongs to
 
 
 @dataclass(frozen=True)
 class Step:
-    """One line of math: LaTeX in which every symbol is a reference, `\\atlasref{key}`."""
+    """One line of math: a formula in which every symbol is a reference to its key."""
 
-    tex: str
+    formula: Node
     section: str | None = None      # the expanded child it belongs to ("Perceiver attention")
     links: tuple[str, ...] = ()     # ids of the child components the step calls, in order
     defines: str | None = None      # the key of the symbol it defines
@@ -64,7 +66,7 @@ class Fact:
 @dataclass(frozen=True)
 class Equations:
     status: EquationStatus
-    summary: tuple[str, ...] = ()
+    summary: tuple[Node, ...] = ()  # the lines a page shows first
     steps: tuple[Step, ...] = ()
     aligned: bool = False           # a leaf's lines, shown as one aligned block
     reason: str | None = None       # why they could not be derived: the construct and file:line
@@ -72,12 +74,12 @@ class Equations:
     residuals: int = 0              # own steps of the form x' = x + branch(...)
     normalizes: bool = False        # the steps divide by a norm (‖x‖₂) or by a square root of a mean
     symbols: tuple[MathSymbol, ...] = ()    # every symbol the lines refer to
-    constants: tuple[str, ...] = ()         # lines stating constants once: ε = 10⁻⁵
-    notations: tuple[tuple[str, str], ...] = ()   # (LaTeX, sentence) for notation the lines use (x^h)
+    constants: tuple[Node, ...] = ()        # lines stating constants once: ε = 10⁻⁵
+    notations: tuple[tuple[Node, str], ...] = ()  # (formula, sentence) for notation the lines use (x^h)
     facts: tuple[Fact, ...] = ()            # hyper-parameters read off the verified steps, with their lines
 
-    def names(self) -> dict[str, str]:
-        return {s.key: s.tex for s in self.symbols}
+    def names(self) -> dict[str, Node]:
+        return {s.key: s.name for s in self.symbols}
 
     def streams(self) -> dict[str, str]:
         return {s.key: s.stream for s in self.symbols if s.stream}
