@@ -2,7 +2,7 @@
 forward and a fake-tensor forward with symbolic sizes, and report what ran, how long it took and what failed.
 
 The fake forward is tried twice: first bare (no decompositions, no assumed values for data-dependent scalars),
-to show what fails or specializes on its own; then with the measures of atlas/extract/record/escalation.py. Both forwards
+to show what fails or specializes on its own; then with the measures of tests/discovery_runs.py. Both forwards
 retry in the dtypes the discovery lists after a dtype failure (Mixtral: bfloat16).
 
 Run: HF_HUB_OFFLINE=1 .venv/bin/python bench/hf_suite_report.py [NAME ...]   (the report of issue 13 quotes it)
@@ -26,7 +26,7 @@ from fixtures import hf_suite  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 from atlas.extract.discover.discovery import discover  # noqa: E402
-from atlas.extract.record import escalation  # noqa: E402
+import discovery_runs  # noqa: E402
 
 hf_logging.set_verbosity_error()
 
@@ -45,9 +45,9 @@ def report(entry) -> tuple[str, list[str], bool, bool]:
     with torch.device("meta"):
         model = entry.factory()
     d = discover(model)
-    meta = escalation.attempts(model, d, "meta")
-    bare = escalation.attempts(model, d, "fake", decompose=False, assume=False)
-    fake = escalation.attempts(model, d, "fake") if not bare[-1].ok or bare[-1].specialized else bare
+    meta = discovery_runs.attempts(model, d, "meta")
+    bare = discovery_runs.attempts(model, d, "fake", decompose=False, assume=False)
+    fake = discovery_runs.attempts(model, d, "fake") if not bare[-1].ok or bare[-1].specialized else bare
     seconds = time.perf_counter() - start
     last_meta, last_fake = meta[-1], fake[-1]
     first_error = next((o.error for o in (*meta, *bare) if o.error), "")

@@ -3,6 +3,7 @@
 import os
 from types import SimpleNamespace
 
+import discovery_runs
 import pytest
 import torch
 from conftest import fixture_spec
@@ -12,7 +13,6 @@ from torch.nn import functional as F
 from atlas import i18n
 from atlas.extract.discover import conv_limits
 from atlas.extract.discover.discovery import HINTS, discover
-from atlas.extract.record import escalation
 
 
 def _found(model):
@@ -22,7 +22,7 @@ def _found(model):
 
 
 def _meta(model, discovery=None):
-    tried = escalation.attempts(model, discovery, "meta")
+    tried = discovery_runs.attempts(model, discovery, "meta")
     assert tried[-1].ok, [t.error for t in tried]
     return tried
 
@@ -45,7 +45,7 @@ def test_linear_first_module_gets_its_in_features_and_runs():
     assert "`fc1`" in x.because and "in_features = 3" in x.because and "required forward() parameter" in x.because
     run = _meta(MLP(), d)[-1]
     assert run.texts == ("x:float32[B,3]",) and run.outputs == (("output", ("3", "5")),)
-    fake = escalation.run(MLP(), run.texts, d.hints(), "fake")
+    fake = discovery_runs.run(MLP(), run.texts, d.hints(), "fake")
     assert fake.ok and fake.outputs == (("output", ("B", "5")),) and fake.guards == 0
 
 
@@ -65,7 +65,7 @@ def test_embedding_first_module_gets_integer_indices_in_range():
     (idx,) = d.inputs
     assert idx.text == "idx:int64[B,T]" and (idx.low, idx.high) == (0, 11)
     assert "num_embeddings = 11" in idx.because
-    fake = escalation.run(Tokens(), d.texts(), d.hints(), "fake")
+    fake = discovery_runs.run(Tokens(), d.texts(), d.hints(), "fake")
     assert fake.outputs == (("output", ("B", "T", "11")),)
 
 
@@ -89,10 +89,10 @@ def test_conv_first_module_gets_channels_and_a_minimum_length():
     # conv2 needs 3 positions in; conv1 gives 3 from (3 - 1) * 5 + 10 = 20 samples
     assert (bound.minimum, bound.hint) == (20, 30)          # 2 outputs of conv2 need 5 of conv1: (5 - 1) * 5 + 10
     assert d.hints()["T"] == 30
-    ok = escalation.run(Audio(), d.texts(), {"B": 3, "T": 20}, "meta")
-    too_short = escalation.run(Audio(), d.texts(), {"B": 3, "T": 19}, "meta")
+    ok = discovery_runs.run(Audio(), d.texts(), {"B": 3, "T": 20}, "meta")
+    too_short = discovery_runs.run(Audio(), d.texts(), {"B": 3, "T": 19}, "meta")
     assert ok.ok and ok.outputs == (("output", ("3", "4", "1")),) and not too_short.ok
-    fake = escalation.run(Audio(), d.texts(), d.hints(), "fake")
+    fake = discovery_runs.run(Audio(), d.texts(), d.hints(), "fake")
     assert fake.outputs == (("output", ("B", "4", "((T//10)) - 1")),)     # ((T - 10)//5 + 1 - 3)//2 + 1
 
 
@@ -102,7 +102,7 @@ def test_conv2d_first_module_gets_height_and_width():
     assert d.texts() == ("input:float32[B,3,H,W]",)
     assert (d.bound("H").minimum, d.bound("W").minimum) == (8, 8)
     assert len(set(d.hints().values())) == 3 and min(d.hints().values()) > 1
-    fake = escalation.run(net, d.texts(), d.hints(), "fake")
+    fake = discovery_runs.run(net, d.texts(), d.hints(), "fake")
     assert fake.outputs == (("output", ("B", "8*((H//8))*((W//8))")),)
 
 
@@ -305,7 +305,7 @@ class Segmenter(nn.Module):
 def test_first_layer_through_the_code(model, first):
     d = _found(model)
     assert d.texts() == (first,)
-    assert escalation.run(model, d.texts(), d.hints(), "meta").ok
+    assert discovery_runs.run(model, d.texts(), d.hints(), "meta").ok
 
 
 def test_torch_transformer_inputs_name_the_layer_each_reaches():
@@ -332,7 +332,7 @@ def test_unresolved_inputs_say_why():
     d = discover(Scaled())
     assert d.inputs == () and d.unresolved == (
         ("x", "`x` is a required forward() parameter, but no convention or layer says its shape"),)
-    tried = escalation.attempts(Scaled(), d)
+    tried = discovery_runs.attempts(Scaled(), d)
     assert len(tried) == 1 and not tried[0].ok and tried[0].error.startswith("no example input for `x`")
 
 
@@ -349,11 +349,11 @@ class Branchy(nn.Module):
 
 def test_data_dependent_branch_runs_on_fake_tensors_with_an_assumption():
     d = _found(Branchy())
-    meta = escalation.run(Branchy(), d.texts(), d.hints(), "meta")
+    meta = discovery_runs.run(Branchy(), d.texts(), d.hints(), "meta")
     assert not meta.ok and "item() cannot be called on meta tensors" in meta.error
-    strict = escalation.run(Branchy(), d.texts(), d.hints(), "fake", assume=False)
+    strict = discovery_runs.run(Branchy(), d.texts(), d.hints(), "fake", assume=False)
     assert not strict.ok and strict.error.startswith("GuardOnDataDependentSymNode") and "test_discover.py:" in strict.error
-    fake = escalation.run(Branchy(), d.texts(), d.hints(), "fake")
+    fake = discovery_runs.run(Branchy(), d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs == (("output", ("B", "4")),)
     assert len(fake.assumed) == 1 and fake.assumed[0].startswith("Eq(u0, 1) = False (test_discover.py:")
 
@@ -484,7 +484,7 @@ def test_wav2vec2_frames_are_an_expression_of_T(build):
     d = _found(model)
     assert (d.bound("T").minimum, d.hints()["T"]) == (400, 720)
     assert "kernels 10,3,3,3,3,2,2, strides 5,2,2,2,2,2,2" in d.inputs[0].because
-    fake = escalation.run(model, d.texts(), d.hints(), "fake")
+    fake = discovery_runs.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs[0] == ("last_hidden_state", ("B", "((((((((T//80)) - 3)//2)) - 1)//2)) + 1", "64"))
     assert fake.ranges == ("720 <= T",)                    # every conv output has at least 2 frames at the hint
 
@@ -504,9 +504,9 @@ def test_mixtral_default_dtype_fails_on_meta_and_runs_in_bfloat16(build):
 def test_bart_needs_fake_tensors_not_the_cpu(build):
     model = build("bart")
     d = _found(model)
-    meta = escalation.run(model, d.texts(), d.hints(), "meta")
+    meta = discovery_runs.run(model, d.texts(), d.hints(), "meta")
     assert not meta.ok and meta.error.endswith("(masking_utils.py:292)")
-    fake = escalation.run(model, d.texts(), d.hints(), "fake")
+    fake = discovery_runs.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and fake.outputs[0] == ("logits", ("B", "T", "128"))
 
 
@@ -518,7 +518,7 @@ def test_an_encoder_decoder_keeps_source_and_target_lengths_apart(build):
     assert d.texts() == ("input_ids:int64[B,S]", "decoder_input_ids:int64[B,T]")
     assert (d.bound("S").maximum, d.bound("T").maximum) == (256, 256)           # config.max_position_embeddings
     assert d.hints()["S"] != d.hints()["T"]
-    fake = escalation.run(model, d.texts(), d.hints(), "fake")
+    fake = discovery_runs.run(model, d.texts(), d.hints(), "fake")
     assert fake.ok and dict(fake.outputs)["encoder_last_hidden_state"] == ("B", "S", "64")
     assert dict(fake.outputs)["logits"] == ("B", "T", "128")
 

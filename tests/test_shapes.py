@@ -424,12 +424,12 @@ def test_the_model_page_says_how_its_shapes_were_found():
     from atlas.render import model_pages, page_paths
     one = "the shapes come from one forward on fake tensors whose sizes are these symbols, never typed."
     several = "the shapes come from forwards at several sizes of these symbols, each dim the expression that fits them"
-    for spec, method, said, unsaid in ((fixture_spec("two_layer_mlp"), "fake", one, several),
-                                       (f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:cell_loop", "meta",
-                                        several, one)):
-        doc = pipeline.describe(spec)
+    for given, method, said, unsaid in ((fixture_spec("two_layer_mlp"), "fake", one, several),
+                                        (f"{ROOT / 'tests' / 'fixtures' / 'contractions.py'}:cell_loop", "meta",
+                                         several, one)):
+        doc = pipeline.describe(given)
         home = model_pages.render(doc)[page_paths.page_path(doc, doc.root)]
-        assert doc.root.shapes.method == method and said in home and unsaid not in home, spec
+        assert doc.root.shapes.method == method and said in home and unsaid not in home, given
 
 
 def test_a_part_used_through_other_methods_is_said_so():
