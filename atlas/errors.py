@@ -10,8 +10,8 @@ class SpecError(AtlasError):
 
 
 def where(exc: BaseException) -> str:
-    """`Type: message (file.py:line)`, naming the deepest frame of the model's code (atlas.resources.is_model_code), else the last
-    frame."""
+    """`Type: message (file.py:line)`, naming the deepest frame of the model's code (atlas.resources.is_model_code),
+    else the last frame."""
     import traceback
     from pathlib import Path
 

@@ -40,7 +40,8 @@ class _Encoder(json.JSONEncoder):
 
 
 def _with_compact(data, encode, compact):
-    """Encode `data`, each _Compact inside it as compact JSON: the indented encoder sees a marker string in its place."""
+    """Encode `data`, each _Compact inside it as compact JSON: the indented encoder sees a marker string in its
+    place."""
     found = []
 
     def mark(x):

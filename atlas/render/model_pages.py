@@ -22,10 +22,10 @@ def templates_dir() -> Path:
 
 
 class _CompiledTemplates(jinja2.BytecodeCache):
-    """Each template compiled once per process (13 templates take 0.18 s to compile, a build's pages a fraction of
-    that to render with them). Every environment() has the same options; a template's code is kept under its file
-    and reused only while the file's source has the checksum it was compiled from, so an edited template (`mkdocs
-    serve`) is compiled again."""
+    """Each template compiled once per process (compiling the templates takes longer than rendering a build's pages
+    with them). Every environment() has the same options; a template's code is kept under its file and reused only
+    while the file's source has the checksum it was compiled from, so an edited template (`mkdocs serve`) is
+    compiled again."""
 
     def __init__(self) -> None:
         self._code: dict = {}

@@ -16,7 +16,7 @@ from atlas.load.nested import leaves
 def largest_tensor(call: Call, sizes: dict) -> tuple[int, tuple]:
     """(elements, shape) of the largest tensor the call took, made or returned in the record, at `sizes`: what a
     forward() at those sizes holds at least beside the instance's weights (a float64 check of eager attention at
-    T = 8192 made 6 GB score tensors, several at once). A size the record leaves symbolic and `sizes` does not
+    T = 8192 makes score tensors of 6 GB, several at once). A size the record leaves symbolic and `sizes` does not
     give is left out."""
     best: tuple[int, tuple] = (0, ())
     seen: set = set()

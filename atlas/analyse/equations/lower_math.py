@@ -39,7 +39,7 @@ def _binary(op, reverse=False):
 def _changes_nothing(L: Lowering, op) -> bool:
     """x * 1, x + 0 or x - 0 with a number (a scale the config sets to 1.0, as transformers' rotary
     attention_scaling; `score = 0; score += c2p` in DeBERTa) that keeps x's dtype: x itself, as `_scaled` leaves
-    out an alpha of 1 ("cos(emb) · 1" read like a typo)."""
+    out an alpha of 1, so that a page prints no "cos(emb) · 1", which reads like a typo."""
     neutral = {m.Mul: 1, m.Add: 0, m.Sub: 0}.get(op)
     x, number = L.get("input"), L.get("other")
     return neutral is not None and isinstance(x, Ref) and isinstance(number, (int, float)) and \
