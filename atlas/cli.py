@@ -34,11 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--strict", action="store_true",
                         help="exit 1 when the model's own forward() does not run on the example inputs")
     common.add_argument("--memory-budget", type=_gigabytes, default=memory.DEFAULT_BUDGET_GB, metavar="GB",
-                        help="largest instance materialized on the CPU to verify equations, its parameters and its largest "
-                             "tensor at the recorded sizes (default: 2)")
+                        help="largest instance materialized on the CPU to verify equations, its parameters and its "
+                             "largest tensor at the recorded sizes (default: 2)")
     common.add_argument("--checkpoint", metavar="PATH",
                         help="a checkpoint to reconcile with the code, without loading its weights: a .safetensors "
-                             "file, a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained directory")
+                             "file, a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained "
+                             "directory")
     spec_help = "'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module (default: the LDLM)"
     b = sub.add_parser("build", parents=[common], help="generate pages into the docs folder, writing only what changed")
     b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)

@@ -123,7 +123,8 @@ def component_dict(c: Component) -> dict:
         "equations": equations_dict(c.equations),
         "verification": verification_dict(c.equations),
         "source": None if c.source is None else {
-            **_pinned(c.source), "excerpts": [{"start": x.start, "end": x.end, "text": x.text} for x in c.source.excerpts],
+            **_pinned(c.source),
+            "excerpts": [{"start": x.start, "end": x.end, "text": x.text} for x in c.source.excerpts],
         },
         "claims": [{"text": x.text, "check": x.check, "file": x.file, "start": x.start, "end": x.end,
                     "excerpt": x.excerpt, "source": None if x.source is None else _pinned(x.source)}

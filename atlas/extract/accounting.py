@@ -23,7 +23,8 @@ _LABELS: dict[type, dict[str, object]] = {
     nn.Linear: {"weight": msg("Weight matrix"), "bias": msg("Bias")},
     nn.Embedding: {"weight": msg("Embedding table")},
     nn.modules.conv._ConvNd: {"weight": msg("Kernels"), "bias": msg("Bias")},
-    nn.MultiheadAttention: {"in_proj_weight": msg("Input projection (Q, K, V)"), "in_proj_bias": msg("Input projection bias")},
+    nn.MultiheadAttention: {"in_proj_weight": msg("Input projection (Q, K, V)"),
+                            "in_proj_bias": msg("Input projection bias")},
 }
 
 

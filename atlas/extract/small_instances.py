@@ -1,10 +1,10 @@
-"""The small instance a reference page is about: a torch.nn class built with small arguments and run on a small
-input. The pipeline documents it as a one-component model: its shapes and equations, verified as a component's are.
+"""The small instance a reference page is about: a torch.nn class built with small arguments and run on a small input.
+The pipeline documents it as a one-component model: its shapes and equations, verified as a component's are.
 
-Nothing is chosen per class. The required integer arguments take values from PALETTE, tried in a fixed order
-until the class constructs and its forward() runs; the input is what input discovery (atlas/extract/discover/discovery.py) says
-the layer takes, or for a layer that says nothing about its input (an activation) a tensor of any shape,
-FREE_DIMS. Symbolic dims take the sizes in SIZES (raised to a bound where the layer sets one).
+Nothing is chosen per class. The required integer arguments take values from PALETTE, tried in a fixed order until the
+class constructs and its forward() runs; the input is what input discovery (atlas/extract/discover/discovery.py) says
+the layer takes, or for a layer that says nothing about its input (an activation) a tensor of any shape, FREE_DIMS.
+Symbolic dims take the sizes in SIZES (raised to a bound where the layer sets one).
 """
 
 from __future__ import annotations

@@ -88,7 +88,8 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
                                            count=target.parameters_per_instance)))
             parts.append(f'<a href="{escape(href(target), quote=True)}"><title>{title}</title>'
                          f'<rect x="{x0}" y="{by:.0f}" width="{BOX_W}" height="{BOX_H}" rx="5"/>'
-                         f'<text x="{x0 + BOX_W / 2}" y="{by + BOX_H / 2 + 5:.0f}" text-anchor="middle">{text}</text></a>')
+                         f'<text x="{x0 + BOX_W / 2}" y="{by + BOX_H / 2 + 5:.0f}" '
+                         f'text-anchor="middle">{text}</text></a>')
         else:
             word = escape(i18n.render(msg("output")))
             parts.append(f'<rect class="atlas-flow-out" x="{x0 + BOX_W / 4}" y="{by:.0f}" width="{BOX_W / 2}" '

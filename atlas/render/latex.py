@@ -257,7 +257,8 @@ class _Plain(_Writer):
         out = self.write(n.base)
         if n.sub is not None:
             text = self.write(n.sub)
-            out += text.translate(_SUBSCRIPT) if text.isdigit() else "_" + (text if len(text) == 1 else "(" + text + ")")
+            out += (text.translate(_SUBSCRIPT) if text.isdigit()
+                    else "_" + (text if len(text) == 1 else "(" + text + ")"))
         if n.sup is not None:
             text = self.write(n.sup)
             out += text.translate(_SUPERSCRIPT) if re.fullmatch(r"[0-9+\-−]+", text) else "^" + (

@@ -157,8 +157,8 @@ def tree(doc: ModelDoc, href) -> TreeNode:
 
     def node(comp: Component) -> TreeNode:
         trained = trained_total(doc, comp)
-        return TreeNode(comp, href(comp), trained, trained / total, tuple(node(doc.component(c)) for c in comp.children),
-                        tag(doc, comp).value)
+        children = tuple(node(doc.component(c)) for c in comp.children)
+        return TreeNode(comp, href(comp), trained, trained / total, children, tag(doc, comp).value)
 
     return node(doc.root)
 

@@ -70,8 +70,8 @@ def navigation(generated: pipeline.Generated) -> dict:
     out = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            out[code] = model_pages.catalog_nav() + [entry for doc in generated.docs for entry in model_pages.nav(doc)] \
-                + reference_pages.nav(generated.refs)
+            models = [entry for doc in generated.docs for entry in model_pages.nav(doc)]
+            out[code] = model_pages.catalog_nav() + models + reference_pages.nav(generated.refs)
     return out
 
 

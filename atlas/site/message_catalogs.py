@@ -1,6 +1,6 @@
 """The message catalogs: extract every translatable string, update the .po files, find what is missing.
 
-    python -m atlas.site.message_catalogs update     # re-extract, write atlas/i18n/locale/<domain>.pot, merge into each .po
+    python -m atlas.site.message_catalogs update     # re-extract atlas/i18n/locale/<domain>.pot, merge into each .po
     python -m atlas.site.message_catalogs check      # exit 1 and list every message without a translation
 
 Domains:

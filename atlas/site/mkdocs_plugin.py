@@ -139,7 +139,8 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
     @event_priority(-200)       # after mkdocs-static-i18n (-100) has built every language and merged their entries
     def _split_search(self, config):
         plugin = config.plugins.get("i18n")
-        if plugin is None or getattr(plugin, "building", False) or not ({"search", "material/search"} & set(config.plugins)):
+        searched = {"search", "material/search"} & set(config.plugins)
+        if plugin is None or getattr(plugin, "building", False) or not searched:
             return
         counts = search_index.split(config.site_dir, plugin.default_language, plugin.build_languages)
         log.info("atlas: one search index per language (%s)",

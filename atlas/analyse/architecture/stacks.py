@@ -8,11 +8,12 @@ from atlas.extract.trace.structures import Call, upstream
 from atlas.extract.trace.structures import refs as _refs
 
 
-def block_lists(doc: ModelDoc, root: Call | None = None, side_by_side: bool = False) -> list[tuple[list[Component], int]]:
+def block_lists(doc: ModelDoc, root: Call | None = None,
+                side_by_side: bool = False) -> list[tuple[list[Component], int]]:
     """The lists of blocks, outermost only: (their entries' components, how many entries). An entry listed apart
     (model.layers.0) and the repeated rest (model.layers.1-3) are one list of four. A list whose entries the
     forward runs side by side (experts, each on its own tokens) is no stack of layers: `side_by_side` lists those
-    whose entries read rows of one tensor (atlas.analyse.architecture.traits._routed), inside a list of layers too (the experts
+    whose entries read rows of one tensor (_routed), inside a list of layers too (the experts
     of each layer's MoE)."""
     lists: dict[str, list[Component]] = {}
     inside: list[Component] = []

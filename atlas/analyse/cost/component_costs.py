@@ -80,7 +80,8 @@ def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None
         calls, every = calls_of.get(comp.path, ()), None
         if len(calls) > 1:
             every = held(comp.instances * sympy.Add(*(costs.of(c)[0] for c in calls)))
-        out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal), None if act is None else str(act),
+        out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal),
+                                           None if act is None else str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call),
                                            comp.instances * max(len(calls), 1), None if every is None else str(every))))
     doc = replace(doc, components=tuple(out))
@@ -91,7 +92,8 @@ def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
     kv = held(cache_per_token(trace, doc))
     upper = dict(getattr(trace, "upper", {}))
-    reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned}, {s: limit for s, (limit, _) in upper.items()})
+    reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned},
+                                {s: limit for s, (limit, _) in upper.items()})
     unbounded = dict(reference_sizes(model, symbols, {**(fixed or {}), **pinned}))
     # a size held below the usual one by the record's own limit (MPT's max(0, 256 - T) holds for T < 256): said
     capped = tuple((s, v, upper[s][1] or "?") for s, v in reference

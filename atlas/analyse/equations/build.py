@@ -61,7 +61,8 @@ class Builder(ChildCalls, ListLoops):
         self._site = None
         self.paths = {}                 # the recorded instance's tensors (the model itself, or a CPU copy of it)
         traced = call.module
-        for rel, p in list(traced.named_parameters(remove_duplicate=False)) + list(traced.named_buffers(remove_duplicate=False)):
+        tensors = [*traced.named_parameters(remove_duplicate=False), *traced.named_buffers(remove_duplicate=False)]
+        for rel, p in tensors:
             self.paths.setdefault(id(p), rel)
         # sizes the component receives (a block of u0 routed tokens): fixed by its inputs, not decided inside it
         self.given = shape_symbols(r.value for r in refs((call.args, call.kwargs)))

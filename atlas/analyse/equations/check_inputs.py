@@ -84,7 +84,8 @@ class CheckInputs:
             t = t.to(self._float_dtype(value, dt))
             dt = t.dtype
         want = f"{str(dt).removeprefix('torch.')}{[self.size(s) for s in value.shape]}"
-        got = f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
+        got = (f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}" if isinstance(t, torch.Tensor)
+               else type(t).__name__)
         if got != want:
             raise CannotRemake(msg("made again, it is %(got)s, not %(want)s", got=got, want=want))
         return t
@@ -151,7 +152,8 @@ class CheckInputs:
             with torch.no_grad():
                 out = ev.func(*args, **kwargs)
         except Exception as exc:  # the call does not run again here: the value is made up instead
-            raise CannotRemake(msg("%(call)s failed when made again: %(error)s", call=ev.name, error=where(exc))) from None
+            raise CannotRemake(msg("%(call)s failed when made again: %(error)s",
+                                   call=ev.name, error=where(exc))) from None
         if short == "__setitem__":
             out = args[0]
         _bind(ev.out, out, self.remade)
@@ -166,7 +168,8 @@ class CheckInputs:
             try:
                 return self.size(x.expr)
             except TypeError:   # a size the data decides inside the model: no check size gives it
-                raise CannotRemake(msg("it needs the size %(size)s, which the data decides", size=str(x.expr))) from None
+                raise CannotRemake(msg("it needs the size %(size)s, which the data decides",
+                                       size=str(x.expr))) from None
         if isinstance(x, tuple):
             return tuple(self._decoded(i) for i in x)
         if isinstance(x, list):
@@ -197,7 +200,8 @@ def _own_tensors(module: nn.Module, inst: nn.Module) -> dict:
     """id(each parameter and buffer of the recorded module) -> the checked copy's tensor at the same place."""
     real = dict(inst.named_parameters(remove_duplicate=False)) | dict(inst.named_buffers(remove_duplicate=False))
     out = {}
-    for name, t in list(module.named_parameters(remove_duplicate=False)) + list(module.named_buffers(remove_duplicate=False)):
+    tensors = list(module.named_parameters(remove_duplicate=False)) + list(module.named_buffers(remove_duplicate=False))
+    for name, t in tensors:
         if name in real:
             out.setdefault(id(t), real[name])
     return out

@@ -112,7 +112,8 @@ def transformer_encoder_layer(b: LeafBuilder, src, *masks):
 
     def feed_forward(x):
         hidden = Call(l1, (x,), {})
-        acted = ActivationOp(hidden, name=act_name) if not isinstance(act, nn.Module) else Call(child("activation"), (hidden,), {})
+        acted = (Call(child("activation"), (hidden,), {}) if isinstance(act, nn.Module)
+                 else ActivationOp(hidden, name=act_name))
         return Call(l2, (acted,), {})
 
     if mod.norm_first:

@@ -50,7 +50,7 @@ def leaf_program(module: nn.Module, call) -> Program:
     prog = b.d.prog
     prog.leaf = True
     # every tensor argument in forward()'s order, the same tensor as often as it is passed (query, key and value
-    # of a self-attention), as a parent's call gives them; not each distinct tensor once, which shifted a mask into
+    # of a self-attention), as a parent's call gives them; not each distinct tensor once, which would put a mask in
     # the place of the keys
     given = [r.value for r in refs(list(call.args) + list(call.kwargs.values()))]
     ins = [b.d.env[v.id] for v in given if v.id in b.d.env]
@@ -80,7 +80,8 @@ def leaf_program(module: nn.Module, call) -> Program:
     return prog
 
 
-def program_for(module: nn.Module, comp: Component, call, title_of=None, chained: bool = False) -> tuple[Program, EquationStatus]:
+def program_for(module: nn.Module, comp: Component, call, title_of=None,
+                chained: bool = False) -> tuple[Program, EquationStatus]:
     lines = hooks_of(module).equations
     dims = _dim_symbols(comp)
     if lines:

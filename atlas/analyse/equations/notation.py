@@ -25,8 +25,8 @@ from atlas.document.math_tree import (
 )
 
 __all__ = ["Accent", "Cases", "Equation", "Fenced", "Frac", "Glyph", "Group", "Ident", "Number", "Product", "Ref",
-           "Row", "Script", "Size", "Space", "Sqrt", "Word", "row", "THIN", "NEG", "THICK", "QUAD", "op", "fn", "rm", "sub",
-           "sup", "paren", "applied", "joined", "COMMA_THIN", "glyph", "digits"]
+           "Row", "Script", "Size", "Space", "Sqrt", "Word", "row", "THIN", "NEG", "THICK", "QUAD", "op", "fn", "rm",
+           "sub", "sup", "paren", "applied", "joined", "COMMA_THIN", "glyph", "digits"]
 
 THIN, NEG, THICK, QUAD = Space("thin"), Space("negative"), Space("thick"), Space("quad")
 

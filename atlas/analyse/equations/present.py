@@ -73,23 +73,26 @@ def notations(prog: Program) -> tuple:
                 seen.add("heads")
                 counts = {n.meta.get("heads") for s in prog.steps for n in s.node.walk() if isinstance(n, Heads)}
                 d = node.meta.get("features")
+                split = sup(Ident("x"), Ident("h"))
                 if len(counts) == 1:
-                    out.append((sup(Ident("x"), Ident("h")), msg("x split into %(heads)s heads of %(features)s features each: a view "
-                                              "of its last axis, then the heads axis moved before the positions",
-                                              heads=str(counts.pop()), features=str(d))))
+                    out.append((split, msg("x split into %(heads)s heads of %(features)s features each: a view "
+                                           "of its last axis, then the heads axis moved before the positions",
+                                           heads=str(counts.pop()), features=str(d))))
                 else:
-                    out.append((sup(Ident("x"), Ident("h")), msg("x split into heads of %(features)s features each: a view of its "
-                                              "last axis, then the heads axis moved before the positions",
-                                              features=str(d))))
+                    out.append((split, msg("x split into heads of %(features)s features each: a view of its "
+                                           "last axis, then the heads axis moved before the positions",
+                                           features=str(d))))
             elif isinstance(node, MergeHeads) and "merge" not in seen:
                 seen.add("merge")
-                out.append((row(sub(op("concat"), Ident("h"), tight=True), Fenced("(", ")", Ident("O"))), msg("the heads of O put back side by side: the positions "
-                                                               "axis moved before the heads, then a reshape")))
+                merged = row(sub(op("concat"), Ident("h"), tight=True), Fenced("(", ")", Ident("O")))
+                out.append((merged, msg("the heads of O put back side by side: the positions "
+                                        "axis moved before the heads, then a reshape")))
             elif isinstance(node, Item) and isinstance(node.meta.get("i"), int) and "item" not in seen and \
                     not hasattr(node.args[0], "item_notation"):
                 seen.add("item")
-                out.append((sub(Fenced("(", ")", Glyph("…")), Ident("k")), msg("the k-th of the values a call returns, counted from 1: (…)₁ is "
-                                                 "what the code reads as [0]")))
+                kth = sub(Fenced("(", ")", Glyph("…")), Ident("k"))
+                out.append((kth, msg("the k-th of the values a call returns, counted from 1: (…)₁ is "
+                                     "what the code reads as [0]")))
             elif isinstance(node, StopGradient) and "sg" not in seen:
                 seen.add("sg")
                 out.append((op("sg"), msg("stop-gradient, the code's `.detach()`: the same value, through "

@@ -102,7 +102,9 @@ def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
     nonlinearity = getattr(mod, "nonlinearity", "tanh")
     prog = b.prog
     t_1 = row(Ident("t"), Glyph("−"), Number(1))
-    for key, name in (("x_t", _at_t("x")), ("h_prev", Script(Ident("h"), sub=t_1)), ("c_prev", Script(Ident("c"), sub=t_1))):
+    loop_values = (("x_t", _at_t("x")), ("h_prev", Script(Ident("h"), sub=t_1)),
+                   ("c_prev", Script(Ident("c"), sub=t_1)))
+    for key, name in loop_values:
         prog.add(key, "loopvar", None, base=name)
     params = {}
 

@@ -91,7 +91,8 @@ def _one_thread():
 
 def _cast_said(v: Verification) -> Verification:
     """A tolerance looser than the check's dtype's, because the code casts down (`.float()` in a float64 check),
-    said where nothing else is: it read "run in float64 ... (tolerance 2e-04)" and no more."""
+    explained where nothing else explains it: "run in float64 ... (tolerance 2e-04)" alone does not say why the
+    tolerance is a lower precision's."""
     own = TOLERANCE.get(getattr(torch, v.dtype or "", None))
     low = next((str(d).removeprefix("torch.") for d, t in TOLERANCE.items() if t == v.tolerance), None)
     if not v.verified or v.note is not None or own is None or v.tolerance is None or v.tolerance <= own or low is None:
@@ -268,7 +269,8 @@ def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verifica
         return Verification(True, max_error=reported_bound(worst, tol), tolerance=tol, dtype=dname, note=note)
     again = forward(remake_floats=run.made.remake_floats).out
     if again is not None and (len(again) != len(run.out) or any(
-            not isinstance(a, torch.Tensor) or a.shape != e.shape or relative_error(e, a) > tol for e, a in zip(run.out, again))):
+            not isinstance(a, torch.Tensor) or a.shape != e.shape or relative_error(e, a) > tol
+            for e, a in zip(run.out, again))):
         return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(   # BigBird's random blocks
             "not compared: forward() gives different outputs on the same inputs and weights (it draws random numbers "
             "torch's seed does not fix)"))

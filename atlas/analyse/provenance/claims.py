@@ -1,8 +1,8 @@
 """Where each component's code lives: pinned excerpts, claims tied to lines, and a few structural facts.
 
-Line ranges come from the real class's code (the lines `inspect` gives: atlas.extract.source_spans), never from typing. Paths are
-shown relative to the git checkout or to site-packages, so no page depends on
-where a machine keeps its files, and nothing depends on the clock.
+Line ranges come from the real class's code (the lines `inspect` gives: atlas.extract.source_spans), never from typing.
+Paths are shown relative to the git checkout or to site-packages, so no page depends on where a machine keeps its files,
+and nothing depends on the clock.
 """
 
 from __future__ import annotations

@@ -118,7 +118,8 @@ def _facts(comp) -> dict:
 ATTENTION = {
     "multi-head": (msg("Multi-head attention"), msg("As many key/value heads as query heads.")),
     "grouped-query": (msg("Grouped-query attention"),
-                      msg("Fewer key/value heads than query heads: each key/value head serves a group of query heads.")),
+                      msg("Fewer key/value heads than query heads: each key/value head serves a group of query "
+                          "heads.")),
     "multi-query": (msg("Multi-query attention"), msg("One key/value head serves every query head.")),
 }
 NORMS = {

@@ -1,9 +1,9 @@
 """The examples of a reference page, in the page's language, run when the page is generated.
 
-- `generated(instance)`: the example every page has, written from the small instance (atlas/analyse/reference/small_instances.py):
-  construct it, build its input, call it, print the shapes and the parameter count;
-- `localized(code)`: a data file's example with its comments and the strings it prints in the active language,
-  from the reference catalog (`texts(code)` lists them for the catalog);
+- `generated(instance)`: the example every page has, written from the small instance
+  (atlas/extract/small_instances.py): construct it, build its input, call it, print the shapes and the parameter count;
+- `localized(code)`: a data file's example with its comments and the strings it prints in the active language, from
+  the reference catalog (`texts(code)` lists them for the catalog);
 - `run(code, where)`: execute with a fixed seed and capture what it prints.
 Each language's code is run on its own, so the output a page shows is what that page's code printed.
 """

@@ -1,8 +1,8 @@
 """What a layer says about its input: dtype, dims (symbols B, T, H, W and fixed sizes), integer range.
 
-`candidates(consumer, model)` turns the first layer an input reaches (atlas/extract/discover/first_consumer.py) into example
-inputs, in the order to try them: a Linear(3, 3) accepts [B, 3] and [B, T, 3], and both are returned unless
-the forward() fixed the rank (`B, T, C = x.size()`).
+`candidates(consumer, model)` turns the first layer an input reaches (atlas/extract/discover/first_consumer.py) into
+example inputs, in the order to try them: a Linear(3, 3) accepts [B, 3] and [B, T, 3], and both are returned unless the
+forward() fixed the rank (`B, T, C = x.size()`).
 """
 
 from __future__ import annotations
@@ -108,7 +108,8 @@ def _layer_candidates(consumer: Consumer, model: nn.Module, float_dtype: str) ->
         because = msg("%(layer)s: integer indices below %(setting)s", layer=where, setting=setting)
         return [Candidate("int64", d, because, 0, m.num_embeddings) for d in dims]
     if isinstance(m, nn.Linear):
-        options, because = [("B", m.in_features), ("B", "T", m.in_features)], _says(where, f"in_features = {m.in_features}")
+        options = [("B", m.in_features), ("B", "T", m.in_features)]
+        because = _says(where, f"in_features = {m.in_features}")
         seq = _sequence_layer(model) if rank is None else None
         if seq is not None:              # a Linear in front of attention or an RNN: one vector per position
             path, batch_first = seq

@@ -53,7 +53,8 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
 
     def hook(module, args, kwargs, output):
         if id(module) not in records:
-            records[id(module)] = (_describe(_named_inputs(module, args, kwargs)), _describe(_tensors("output", output)))
+            records[id(module)] = (_describe(_named_inputs(module, args, kwargs)),
+                                   _describe(_tensors("output", output)))
 
     code_caches.clear(model)            # a table cached by an earlier run holds that run's tensors
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
@@ -85,7 +86,8 @@ def shape_of(records: list[list], probes, vocab, checks=()) -> tuple[TensorShape
     """Combine one tensor list across probes; None where their structure differs. `checks`: (sizes, the list at
     them) of the probes the fits must match too (check_sizes)."""
     first = records[0]
-    if any([(n, len(s)) for n, s, _ in r] != [(n, len(s)) for n, s, _ in first] for r in [*records, *(c[1] for c in checks)]):
+    ranks = [(n, len(s)) for n, s, _ in first]
+    if any([(n, len(s)) for n, s, _ in r] != ranks for r in [*records, *(c[1] for c in checks)]):
         return None
     out = []
     for i, (name, shape, dtype) in enumerate(first):

@@ -108,7 +108,8 @@ def on_the_cpu(r: Attempts, tried: Attempt, budget_bytes: int, most: int = 3) ->
     if failure is None and probe:
         notes.append(msg("the forward with symbolic sizes failed (%(error)s), so the shapes come from forwards "
                          "at several sizes and the equations are written, and checked, at %(sizes)s",
-                         error=tried.first_error or why or "?", sizes=", ".join(f"{s} = {v}" for s, v in probe.items())))
+                         error=tried.first_error or why or "?",
+                         sizes=", ".join(f"{s} = {v}" for s, v in probe.items())))
     notes.extend(_cpu_probes(shaped))
     set_apart = called_otherwise(r.model, concrete, doc) if concrete is not None and concrete.root is not None else {}
     dim_names = DimNames(inputs_mod.used(r.vocab, specs, r.hooks.dims), r.vocab.fixed)

@@ -15,9 +15,9 @@ from atlas.i18n import msg
 
 def apart(model: nn.Module, trace, repeats: list[list[str]], doc: ModelDoc) -> dict[str, tuple]:
     """{module path: (kind, why)} for the entries of each group of alike list entries whose kinds
-    (atlas.extract.trace.entry_kinds) computed differently in the run: kinds that computed the same share a label, and stay one
-    component. And for the instances of a component called otherwise than its first instance (called_otherwise).
-    `why` is what the component's page says of it."""
+    (atlas.extract.trace.entry_kinds) computed differently in the run: kinds that computed the same share a label, and
+    stay one component. And for the instances of a component called otherwise than its first instance
+    (called_otherwise). `why` is what the component's page says of it."""
     out = called_otherwise(model, trace, doc)
     for paths in repeats:
         keys = entry_kinds.kinds([model.get_submodule(p) for p in paths])

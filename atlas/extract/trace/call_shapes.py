@@ -49,7 +49,8 @@ def tensors(name: str, x) -> list[tuple[str, object]]:
 
 def named_inputs(call: Call) -> list[tuple[str, object]]:
     """The call's tensors, named by the forward() parameter they were passed as."""
-    return [t for name, value in bind_or_list(call.module, call.args, call.kwargs).items() for t in tensors(name, value)]
+    named = bind_or_list(call.module, call.args, call.kwargs)
+    return [t for name, value in named.items() for t in tensors(name, value)]
 
 
 def _shape(name: str, value, vocab: Vocabulary, multiples: dict) -> TensorShape:

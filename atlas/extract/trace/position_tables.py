@@ -13,7 +13,8 @@ def position_table(ev: OpEvent):
     """The parameter a call reads positions from: a table indexed by positions (`wpe(arange(T))`,
     `weight[position_ids]`), or added to activations row by row (ViT's `position_embeddings`)."""
     name, refs = short_name(ev.name), _refs(ev.args)
-    params = [r.value for r in refs if r.value.kind == "param" and r.value.shape is not None and len(r.value.shape) >= 2]
+    params = [r.value for r in refs
+              if r.value.kind == "param" and r.value.shape is not None and len(r.value.shape) >= 2]
     if name in ("add", "__add__", "__radd__", "__iadd__"):
         # rows over a sequence's positions: added to a [B, T, d] sequence, or to one of its own rank ([1, T, d]),
         # the table whole or its first rows (`x + self.pos[:t]`); XLNet's [heads, d] bias added to

@@ -180,7 +180,8 @@ class SymbolicInputs:
                 out.setdefault(str(name), sym_expr)
         for guard in self.shape_env.guards:
             e = guard.expr
-            if isinstance(e, sympy.Eq) and (e.lhs.is_number or e.rhs.is_number) and not e.has(Mod, PythonMod, sympy.Mod) \
+            if isinstance(e, sympy.Eq) and (e.lhs.is_number or e.rhs.is_number) \
+                    and not e.has(Mod, PythonMod, sympy.Mod) \
                     and not self._relation(e):
                 for sym_expr in e.free_symbols:
                     if sym_expr in self._map and str(self._map[sym_expr]) in self.hints:
