@@ -27,7 +27,7 @@ from atlas.render import model_pages
 
 CKPT_FIXTURES = ROOT / "tests" / "fixtures" / "checkpoints.py"
 GPT2_SPEC = f"{CKPT_FIXTURES}:tiny_gpt2"
-SCHEMA = json.loads((ROOT / "atlas" / "document" / "schema" / "model.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "atlas" / "render" / "schema" / "model.schema.json").read_text())
 SMALL = ["--memory-budget", "0.1"]
 TINY_PARAMETERS = 112_384               # the tiny GPT-2: 128·64 + 64·64 + 2 × 49,984 + 128
 

@@ -15,7 +15,7 @@ from atlas.document import serialize
 from atlas.render import page_paths
 from atlas.zoo import ldlm
 
-SCHEMA = json.loads((ROOT / "atlas" / "document" / "schema" / "model.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "atlas" / "render" / "schema" / "model.schema.json").read_text())
 
 
 def test_excerpts_are_the_files_lines(ldlm_doc):

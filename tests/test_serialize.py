@@ -8,7 +8,7 @@ from atlas.document import serialize
 from atlas.extract import walk
 from atlas.load import spec
 
-SCHEMA = json.loads((ROOT / "atlas" / "document" / "schema" / "model.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "atlas" / "render" / "schema" / "model.schema.json").read_text())
 
 
 def _published(doc) -> dict:
