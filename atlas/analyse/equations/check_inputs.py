@@ -21,6 +21,7 @@ from torch import nn
 from atlas.errors import where
 from atlas.extract.trace.structures import Ref, Size
 from atlas.i18n import msg
+from atlas.load.nested import mapped
 
 MAX_REPLAY = 400                        # recorded calls remade for one input, at most
 
@@ -162,6 +163,9 @@ class CheckInputs:
         return self.remade[value.id]
 
     def _decoded(self, x):
+        return mapped(x, self._decoded_item)
+
+    def _decoded_item(self, x):
         if isinstance(x, Ref):
             return self._remade(x.value)
         if isinstance(x, Size):
@@ -170,14 +174,6 @@ class CheckInputs:
             except TypeError:   # a size the data decides inside the model: no check size gives it
                 raise CannotRemake(msg("it needs the size %(size)s, which the data decides",
                                        size=str(x.expr))) from None
-        if isinstance(x, tuple):
-            return tuple(self._decoded(i) for i in x)
-        if isinstance(x, list):
-            return [self._decoded(i) for i in x]
-        if isinstance(x, slice):
-            return slice(self._decoded(x.start), self._decoded(x.stop), self._decoded(x.step))
-        if isinstance(x, dict):
-            return {k: self._decoded(v) for k, v in x.items()}
         if isinstance(x, torch.device):
             return torch.device("cpu")
         return x

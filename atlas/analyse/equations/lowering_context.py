@@ -15,6 +15,7 @@ from atlas.analyse.equations.arguments import Bound, bind
 from atlas.analyse.equations.nodes import Node, Num, SizeOf
 from atlas.document.expressions import parse
 from atlas.extract.trace.structures import OpEvent, Ref, Size
+from atlas.load.nested import mapped
 
 
 class MissingArgument(Exception):
@@ -117,18 +118,13 @@ class Lowering:
 
     def data(self, x):
         """An argument kept as data: tensors inside become nodes, sizes stay sympy expressions."""
+        return mapped(x, self._datum)
+
+    def _datum(self, x):
         if isinstance(x, Ref):
             return self._node_of(x)
         if isinstance(x, Size):
             return x.expr
-        if isinstance(x, tuple):
-            return tuple(self.data(i) for i in x)
-        if isinstance(x, list):
-            return [self.data(i) for i in x]
-        if isinstance(x, slice):
-            return slice(self.data(x.start), self.data(x.stop), self.data(x.step))
-        if isinstance(x, dict):
-            return {k: self.data(v) for k, v in x.items()}
         return x
 
     @staticmethod

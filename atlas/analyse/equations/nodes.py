@@ -13,6 +13,7 @@ import sympy
 import torch
 
 from atlas.document.math_tree import Fenced, Group, Number, Ref, Size, Word
+from atlas.load.nested import mapped
 
 ADD, MUL, POW, ATOM = 40, 50, 60, 1000
 
@@ -282,16 +283,11 @@ class Evaluator:
 
     def data(self, x):
         """Non-node arguments: nested structures with nodes inside, sizes, dtypes, devices."""
+        return mapped(x, self._item)
+
+    def _item(self, x):
         if isinstance(x, Node):
             return self.value(x)
-        if isinstance(x, tuple):
-            return tuple(self.data(i) for i in x)
-        if isinstance(x, list):
-            return [self.data(i) for i in x]
-        if isinstance(x, slice):
-            return slice(self.data(x.start), self.data(x.stop), self.data(x.step))
-        if isinstance(x, dict):
-            return {k: self.data(v) for k, v in x.items()}
         if isinstance(x, sympy.Basic):
             return self.size(x)
         if isinstance(x, torch.device):
