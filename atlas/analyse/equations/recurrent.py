@@ -108,30 +108,19 @@ def recurrent(b: LeafBuilder, x, h0=None, c0=None, *rest):
         prog.add(key, "loopvar", None, base=name)
     params = {}
 
-    def weight(kind_, gate_i, gate):
-        name = f"weight_{kind_}"
+    def gate_slice(tensor, kind_, gate_i, gate):
+        """Gate `gate`'s rows of weight_{kind_}_l0 or bias_{kind_}_l0, as its own symbol (W_ii, b_hf)."""
+        name = f"{tensor}_{kind_}"
         key = f"p.{b.path}.{name}.{gate}" if b.path else f"p.{name}.{gate}"
-        prog.add(key, "param", ("param", b.path, f"{name}_l0", True, (gate_i * mod.hidden_size,
-                                                                      (gate_i + 1) * mod.hidden_size)),
-                 base=_of_layer("W", kind_[0] + gate))
-        params[key] = (name, gate_i)
-        return Sym(key)
-
-    def bias(kind_, gate_i, gate):
-        if not mod.bias:
-            return None
-        name = f"bias_{kind_}"
-        key = f"p.{b.path}.{name}.{gate}" if b.path else f"p.{name}.{gate}"
-        prog.add(key, "param", ("param", b.path, f"{name}_l0", False, (gate_i * mod.hidden_size,
-                                                                       (gate_i + 1) * mod.hidden_size)),
-                 base=_of_layer("b", kind_[0] + gate))
+        rows = (gate_i * mod.hidden_size, (gate_i + 1) * mod.hidden_size)
+        prog.add(key, "param", ("param", b.path, f"{name}_l0", tensor == "weight", rows),
+                 base=_of_layer("W" if tensor == "weight" else "b", kind_[0] + gate))
         params[key] = (name, gate_i)
         return Sym(key)
 
     def affine(src, kind_, i, gate):
-        out = t.MatMul(Sym(src), weight(kind_, i, gate))
-        bb = bias(kind_, i, gate)
-        return out if bb is None else m.Add(out, bb)
+        out = t.MatMul(Sym(src), gate_slice("weight", kind_, i, gate))
+        return m.Add(out, gate_slice("bias", kind_, i, gate)) if mod.bias else out
 
     def pre(i, gate):
         return m.Add(affine("x_t", "ih", i, gate), affine("h_prev", "hh", i, gate))
