@@ -39,6 +39,21 @@ def test_numbers_follow_cldr(code, small, large):
         assert (i18n.number(9216), i18n.number(49587456)) == (small, large)
 
 
+def test_no_sentence_is_given_a_number_already_grouped():
+    """A number handed to msg() as f"{n:,}" keeps its English commas on the Spanish pages: arguments are ints, and
+    each language groups them (test_numbers_follow_cldr)."""
+    import ast
+    found = []
+    for path in sorted((ROOT / "atlas").rglob("*.py")):
+        for call in ast.walk(ast.parse(path.read_text())):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) in ("msg", "msgn"):
+                for kw in call.keywords:
+                    specs = [n.format_spec for n in ast.walk(kw.value) if isinstance(n, ast.FormattedValue)]
+                    if any("," in ast.unparse(s) for s in specs if s is not None):
+                        found.append(f"{path.relative_to(ROOT)}:{call.lineno} {kw.arg}")
+    assert found == []
+
+
 def test_text_is_english_until_rendered_in_a_language():
     t = msg("%(name)s owns its %(owned)s: %(count)s parameters per instance.", name="LayerNorm",
             owned=(msg("Learned gain").lowered(), msg("Learned bias").lowered()), count=1536)

@@ -146,7 +146,7 @@ def _cache_not_counted(trace, doc: ModelDoc, pinned: dict):
     if not getattr(total, "is_Integer", False) or total == 0:
         return None
     return msg("not counted per token: the code fixed T = %(t)s, and the state the forward returns holds %(bytes)s "
-               "bytes for one sequence at that length", t=pinned["T"], bytes=f"{int(total):,}")
+               "bytes for one sequence at that length", t=pinned["T"], bytes=int(total))
 
 
 def returned_state_bytes(trace, doc: ModelDoc):

@@ -149,7 +149,7 @@ def _tables_overrun(trace) -> list:
     from atlas.extract.trace.position_tables import tables_overrun
     return [msg("%(path)s looks up %(positions)s positions in a table of %(rows)s: forward() fails at these sizes, "
                 "and their shapes and counts are the code's arithmetic, not a run's",
-                path=path, positions=f"{positions:,}", rows=f"{rows:,}")
+                path=path, positions=int(positions), rows=int(rows))
             for path, rows, positions in tables_overrun(trace.root)]
 
 
