@@ -1,8 +1,10 @@
 """The transformers suite, described as a new user would: no --input, equations verified against forward().
 
 For each architecture of tests/fixtures/hf_suite.py: the inputs the atlas found, the share of components
-with shapes, and the share of model-code components (classes outside torch.nn) whose equations are
-verified; attention in every decoder LLM. One line per model, then the totals and every failure reason.
+with shapes, the share of model-code components (classes outside torch.nn) whose equations are verified, and
+the share with a paper view (recognized idioms in place of kernel-level steps, verified on its own); attention and
+MLP in every decoder LLM. One line per model, then the totals, every failure reason and every model-code component
+without a paper view.
 
     .venv/bin/python bench/suite.py [NAME ...]
 """
@@ -31,6 +33,17 @@ def is_attention(comp) -> bool:
     return "attention" in comp.cls.rsplit(".", 1)[-1].lower() and is_model_code(comp)
 
 
+def is_mlp(comp) -> bool:
+    """A block's feed-forward network, by its attribute: `mlp`, `feed_forward`, `block_sparse_moe`."""
+    attr = comp.path.rsplit(".", 1)[-1].lower()
+    return is_model_code(comp) and any(w in attr for w in ("mlp", "feed_forward", "ffn", "moe"))
+
+
+def has_paper(comp) -> bool:
+    p = comp.equations.paper if comp.equations else None
+    return p is not None and p.verification is not None and p.verification.verified
+
+
 def measure(name: str) -> dict:
     from atlas import pipeline
     from atlas.analyse.equations.derive import EquationMismatch
@@ -48,6 +61,7 @@ def measure(name: str) -> dict:
     verified = [c for c in comps if c.equations and c.equations.verification and c.equations.verification.verified]
     code = [c for c in comps if is_model_code(c)]
     attn = [c for c in code if is_attention(c)]
+    mlps = [c for c in code if is_mlp(c)]
     reasons = []
     for c in comps:
         if c in verified:
@@ -60,6 +74,9 @@ def measure(name: str) -> dict:
         "shapes": sum(1 for c in comps if c.shapes and c.shapes.status.value == "derived"),
         "code": len(code), "code_verified": sum(1 for c in code if c in verified),
         "attention": len(attn), "attention_verified": sum(1 for c in attn if c in verified),
+        "paper": sum(1 for c in code if has_paper(c)), "attention_paper": sum(1 for c in attn if has_paper(c)),
+        "mlp": len(mlps), "mlp_paper": sum(1 for c in mlps if has_paper(c)),
+        "no_paper": [(c.id or "(model)", c.cls.rsplit(".", 1)[-1]) for c in code if not has_paper(c)],
         "verified": len(verified), "inputs": doc.inputs, "mismatch": error, "reasons": reasons,
         "notes": [str(n) for n in doc.input_notes],
     }
@@ -70,7 +87,8 @@ def main(names: list[str]) -> None:
     SUITE = {e.name: e for e in ENTRIES}
     names = names or list(SUITE)
     rows = [measure(n) for n in names]
-    print(f"{'model':24} {'kind':16} {'s':>5} {'shapes':>9} {'verified':>9} {'model code':>11} {'attention':>9}  inputs")
+    print(f"{'model':24} {'kind':16} {'s':>5} {'shapes':>9} {'verified':>9} {'model code':>11} {'paper':>11} "
+          f"{'attention':>9}  inputs")
     totals = Counter()
     for r in rows:
         kind = SUITE[r["name"]].kind if r["name"] in SUITE else "?"
@@ -78,11 +96,15 @@ def main(names: list[str]) -> None:
             print(f"{r['name']:24} {kind:16} CRASH {r['crash'][:150]}")
             totals["crashes"] += 1
             continue
-        for k in ("components", "shapes", "verified", "code", "code_verified", "attention", "attention_verified"):
+        for k in ("components", "shapes", "verified", "code", "code_verified", "attention", "attention_verified",
+                  "paper"):
             totals[k] += r[k]
+        if kind in ("decoder-llm", "moe"):
+            for k in ("attention", "attention_paper", "mlp", "mlp_paper"):
+                totals["llm_" + k] += r[k]
         print(f"{r['name']:24} {kind:16} {r['seconds']:5.1f} {r['shapes']:4}/{r['components']:<4} "
               f"{r['verified']:4}/{r['components']:<4} {r['code_verified']:5}/{r['code']:<5} "
-              f"{r['attention_verified']:4}/{r['attention']:<4}  {' '.join(r['inputs'])}")
+              f"{r['paper']:5}/{r['code']:<5} {r['attention_verified']:4}/{r['attention']:<4}  {' '.join(r['inputs'])}")
     t = totals
     print(f"\nmodels {len(rows)}, crashes {t['crashes']}")
     if t["components"]:
@@ -91,6 +113,10 @@ def main(names: list[str]) -> None:
         print(f"model-code components verified: {t['code_verified']}/{t['code']} "
               f"({100 * t['code_verified'] / max(1, t['code']):.1f}%)")
         print(f"attention modules verified: {t['attention_verified']}/{t['attention']}")
+        print(f"model-code components with a verified paper view: {t['paper']}/{t['code']} "
+              f"({100 * t['paper'] / max(1, t['code']):.1f}%)")
+        print(f"decoder LLMs (with MoE): attention with a paper view {t['llm_attention_paper']}/{t['llm_attention']}, "
+              f"MLP with a paper view {t['llm_mlp_paper']}/{t['llm_mlp']}")
     print("\nnot verified:")
     for r in rows:
         if "crash" in r:
@@ -100,6 +126,10 @@ def main(names: list[str]) -> None:
             print(f"  {r['name']}: MISMATCH {r['mismatch'][:400]}")
         for cid, cls, why in r["reasons"]:
             print(f"  {r['name']}: {cid} ({cls}): {why[:300]}")
+    print("\nno paper view:")
+    for r in rows:
+        for cid, cls in r.get("no_paper", ()):
+            print(f"  {r['name']}: {cid} ({cls})")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,12 @@ from dataclasses import replace
 
 from atlas import progress
 from atlas.analyse import data_flow
+from atlas.analyse.architecture.experts import with_experts
+from atlas.analyse.architecture.roles import with_roles
 from atlas.analyse.architecture.traits import with_architecture
 from atlas.analyse.cost.component_costs import with_costs
 from atlas.analyse.equations.derive import with_equations
+from atlas.analyse.equations.io_symbols import with_io_symbols
 from atlas.analyse.provenance.claims import with_provenance
 from atlas.document import ModelDoc
 from atlas.document import input_specs as inputs_mod
@@ -25,7 +28,7 @@ def analyse(model, doc: ModelDoc, trace, settings: Settings, listing=None) -> Mo
     """The document with every analysis in it. `listing`: a checkpoint's tensors (atlas.load.checkpoint_listing)."""
     if settings.cost:
         doc = with_costs(model, doc, trace, dict(settings.fixed_dims))
-    doc = equations(model, doc, trace, settings)
+    doc = with_roles(model, with_experts(with_io_symbols(equations(model, doc, trace, settings))))
     doc = data_flow.with_flow(with_architecture(model, doc, trace), trace)
     with progress.stage("provenance") as bar:
         doc = with_provenance(model, doc, settings.repo_url)

@@ -14,12 +14,22 @@ from atlas.document.checkpoint_report import (
     map_name,
 )
 from atlas.document.costs import Cost, CostSummary
-from atlas.document.equations import Equations, EquationStatus, Fact, MathSymbol, Step, Verification
+from atlas.document.equations import (
+    Equations,
+    EquationStatus,
+    Fact,
+    Idiom,
+    MathSymbol,
+    PaperView,
+    Step,
+    Verification,
+)
 from atlas.document.model import (
     BufferRow,
     Component,
     CountedElsewhere,
     DimNames,
+    ExpertLayers,
     ModelDoc,
     ParamRow,
     Published,
@@ -31,8 +41,10 @@ from atlas.document.sources import Claim, Excerpt, Source
 from atlas.document.structure import Architecture, Flow, FlowNode, Trait
 from atlas.document.tensor_shapes import Dim, Shapes, ShapeStatus, TensorShape
 
-__all__ = ["Tag", "ParamRow", "calculation", "CountedElsewhere", "BufferRow", "Component", "Totals", "Published",
+__all__ = ["Tag", "ParamRow", "calculation", "CountedElsewhere", "BufferRow", "Component", "Totals", "ExpertLayers",
+           "Published",
            "DimNames", "ModelDoc", "Dim", "TensorShape", "ShapeStatus", "Shapes", "MathSymbol", "Step",
-           "Verification", "EquationStatus", "Fact", "Equations", "Excerpt", "Source", "Claim", "Cost",
+           "Verification", "EquationStatus", "Fact", "Idiom", "PaperView", "Equations", "Excerpt", "Source", "Claim",
+           "Cost",
            "CostSummary", "Trait", "Architecture", "FlowNode", "Flow", "Mismatch", "TiedCopy", "DtypeCount",
            "ComponentCheck", "CheckpointReport", "WRAPPER", "map_name"]

@@ -64,6 +64,33 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Idiom:
+    """A construct recognized in a component's verified steps (an attention, RoPE, an RMSNorm, a mixture of
+    experts), with its parameters as the code computes with them and the line that computes it."""
+
+    kind: str                       # "attention" | "rope" | "rmsnorm" | "layernorm" | "gelu" | "swiglu" | "moe" | …
+    params: tuple[tuple[str, object], ...] = ()     # ("heads", 32), ("theta", 500000.0), ("eps", 1e-05)
+    file: str | None = None
+    line: int | None = None
+
+    def get(self, name: str, default=None):
+        return next((v for k, v in self.params if k == name), default)
+
+
+@dataclass(frozen=True)
+class PaperView:
+    """The steps as a paper prints them: recognized idioms in place of the operations that compute them, checked
+    against forward() on their own."""
+
+    summary: tuple[Node, ...] = ()
+    steps: tuple[Step, ...] = ()
+    constants: tuple[Node, ...] = ()
+    notations: tuple[tuple[Node, str], ...] = ()
+    verification: Verification | None = None
+    same: bool = False              # the steps as the code computes them already read as a paper's: no lines here
+
+
+@dataclass(frozen=True)
 class Equations:
     status: EquationStatus
     summary: tuple[Node, ...] = ()  # the lines a page shows first
@@ -77,6 +104,8 @@ class Equations:
     constants: tuple[Node, ...] = ()        # lines stating constants once: ε = 10⁻⁵
     notations: tuple[tuple[Node, str], ...] = ()  # (formula, sentence) for notation the lines use (x^h)
     facts: tuple[Fact, ...] = ()            # hyper-parameters read off the verified steps, with their lines
+    idioms: tuple[Idiom, ...] = ()          # constructs recognized in the steps
+    paper: PaperView | None = None          # the steps as a paper prints them, where they can be
 
     def names(self) -> dict[str, Node]:
         return {s.key: s.name for s in self.symbols}

@@ -98,6 +98,7 @@ class Component:
     counted_elsewhere: tuple[CountedElsewhere, ...] = ()    # of parameters_per_instance, tied tensors counted outside
     lead: int = 0                   # the instance the page describes, in module_paths: the first the forward called
     set_apart: str | None = None    # why alike entries beside it are other components: settings, or other inputs
+    quote: str | None = None        # the library's own sentence, where the summary says what was recognized
 
     @property
     def path(self) -> str:
@@ -128,6 +129,30 @@ class Totals:
     frozen: int
     buffers: int                    # buffer elements, listed apart from parameters
     buffer_tensors: int
+    experts: tuple[ExpertLayers, ...] = ()  # mixtures of experts: a token passes through top_k of their experts
+
+    @property
+    def active_parameters(self) -> int | None:
+        """The parameters one token passes through: all of them but the experts its routers do not pick."""
+        if not self.experts:
+            return None
+        return self.parameters - sum(e.idle for e in self.experts)
+
+
+@dataclass(frozen=True)
+class ExpertLayers:
+    """The mixtures of experts at one position of the tree, read off the recognized idiom and the parameters."""
+
+    component: str                  # the component whose equations route tokens to the experts
+    instances: int                  # mixtures at this position, across the model
+    experts: int                    # experts in each
+    top_k: int                      # experts each token passes through
+    per_expert: int                 # parameters of one expert
+
+    @property
+    def idle(self) -> int:
+        """Parameters of the experts a token does not pass through, over every instance."""
+        return self.instances * (self.experts - self.top_k) * self.per_expert
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,12 @@ from atlas.document import (
     Cost,
     CostSummary,
     CountedElsewhere,
-    Dim,
     DimNames,
     DtypeCount,
-    Equations,
-    EquationStatus,
     Excerpt,
-    Fact,
+    ExpertLayers,
     Flow,
     FlowNode,
-    MathSymbol,
     Mismatch,
     ModelDoc,
     ParamRow,
@@ -37,13 +33,19 @@ from atlas.document import (
     Shapes,
     ShapeStatus,
     Source,
-    Step,
     TensorShape,
     TiedCopy,
     Totals,
     Trait,
-    Verification,
     calculation,
+)
+from atlas.document.equations_json import (
+    dim_from,
+    dim_value,
+    equations_dict,
+    equations_from,
+    idiom_dict,
+    verification_dict,
 )
 from atlas.document.json_text import as_data, dump, dumps
 from atlas.document.math_tree import from_data
@@ -66,21 +68,14 @@ def row_dict(row: ParamRow) -> dict:
     }
 
 
-def dim_value(d: Dim):
-    """A fixed dim is an int; a symbolic one is {"symbol": "2*T", "name": "positions"}."""
-    return d.value if not d.symbolic else {"symbol": d.symbol, "name": d.name}
-
-
-def dim_from(v) -> Dim:
-    return Dim(value=v) if isinstance(v, int) else Dim(symbol=v["symbol"], name=v["name"])
-
-
 def tensor_dicts(shapes: tuple[TensorShape, ...]) -> list[dict]:
-    return [{"name": t.name, "shape": [dim_value(d) for d in t.dims], "dtype": t.dtype} for t in shapes]
+    return [{"name": t.name, "shape": [dim_value(d) for d in t.dims], "dtype": t.dtype}
+            | ({"symbol": as_data(t.math)} if t.math is not None else {}) for t in shapes]
 
 
 def tensors_from(items: list[dict]) -> tuple[TensorShape, ...]:
-    return tuple(TensorShape(t["name"], tuple(dim_from(d) for d in t["shape"]), t["dtype"]) for t in items)
+    return tuple(TensorShape(t["name"], tuple(dim_from(d) for d in t["shape"]), t["dtype"],
+                             from_data(t["symbol"]) if "symbol" in t else None) for t in items)
 
 
 def _pinned(source: Source) -> dict:
@@ -116,10 +111,12 @@ def component_dict(c: Component) -> dict:
         ],
         "children": list(c.children),
         "summary": c.summary,
+        "quote": c.quote,
         "reconstruction": c.reconstruction,
         "inputs": tensor_dicts(s.inputs) if s else [],
         "outputs": tensor_dicts(s.outputs) if s else [],
         "shapes": None if s is None else {"status": s.status.value, "method": s.method, "reason": s.reason},
+        "idioms": [idiom_dict(i) for i in c.equations.idioms] if c.equations is not None else [],
         "equations": equations_dict(c.equations),
         "verification": verification_dict(c.equations),
         "source": None if c.source is None else {
@@ -168,51 +165,6 @@ def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
     """The JSON published beside a component's page: the component, with its model and permalink."""
     return {"schema_version": SCHEMA_VERSION, "model": doc.name, "slug": doc.slug, "permalink": permalink,
             "component": component_dict(comp)}
-
-
-def equations_dict(e: Equations | None):
-    if e is None:
-        return None
-    return {
-        "status": e.status.value,
-        "summary": [{"formula": as_data(f)} for f in e.summary],
-        "steps": [{"formula": as_data(st.formula), "section": st.section, "links": list(st.links),
-                   "defines": st.defines, "shape": [dim_value(d) for d in st.shape]} for st in e.steps],
-        "symbols": [{"key": s.key, "name": as_data(s.name), "kind": s.kind, "stream": s.stream} for s in e.symbols],
-        "constants": [{"formula": as_data(f)} for f in e.constants],
-        "notations": [{"formula": as_data(f), "text": text} for f, text in e.notations],
-        "facts": [{"kind": f.kind, "value": f.value, "file": f.file, "line": f.line} for f in e.facts],
-        "aligned": e.aligned,
-        "reason": e.reason,
-        "residuals": e.residuals,
-        "normalizes": e.normalizes,
-    }
-
-
-def verification_dict(e: Equations | None):
-    v = e.verification if e is not None else None
-    if v is None:
-        return None
-    return {"verified": v.verified, "max_error": v.max_error, "tolerance": v.tolerance, "reason": v.reason,
-            "dtype": v.dtype, "note": v.note}
-
-
-def equations_from(c: dict) -> Equations | None:
-    e, v = c["equations"], c["verification"]
-    if e is None:
-        return None
-    return Equations(
-        EquationStatus(e["status"]), tuple(from_data(x["formula"]) for x in e["summary"]),
-        tuple(Step(from_data(st["formula"]), st["section"], tuple(st["links"]), st["defines"],
-                   tuple(dim_from(d) for d in st["shape"])) for st in e["steps"]), e["aligned"], e["reason"],
-        None if v is None else Verification(v["verified"], v["max_error"], v["tolerance"], v["reason"], v["dtype"],
-                                          v.get("note")),
-        e["residuals"], e["normalizes"],
-        tuple(MathSymbol(s["key"], from_data(s["name"]), s["kind"], s["stream"]) for s in e["symbols"]),
-        tuple(from_data(x["formula"]) for x in e["constants"]),
-        tuple((from_data(x["formula"]), x["text"]) for x in e["notations"]),
-        tuple(Fact(f["kind"], f["value"], f["file"], f["line"]) for f in e.get("facts", ())),
-    )
 
 
 def checkpoint_dict(r: CheckpointReport | None):
@@ -265,7 +217,10 @@ def as_dict(doc: ModelDoc) -> dict:
             "parameters": t.parameters, "trained": t.trained, "frozen": t.frozen,
             "buffers": t.buffers, "buffer_tensors": t.buffer_tensors,
             "cost": cost_dict(doc.cost),
-        },
+        } | ({"active_parameters": t.active_parameters,
+              "experts": [{"component": e.component, "instances": e.instances, "experts": e.experts,
+                           "top_k": e.top_k, "parameters_per_expert": e.per_expert} for e in t.experts]}
+             if t.experts else {}),
         "cost_reference": None if doc.cost_summary is None else {
             "sizes": dict(doc.cost_summary.reference),
             "kv_cache_bytes_per_token": doc.cost_summary.kv_cache_bytes_per_token,
@@ -307,7 +262,8 @@ def from_dict(data: dict) -> ModelDoc:
             buffers=tuple(BufferRow(b["name"], tuple(b["shape"]), b["dtype"], b["count"], b["persistent"])
                           for b in c["buffers"]),
             children=tuple(c["children"]), parameters_per_instance=c["parameters_per_instance"],
-            summary=c["summary"], reconstruction=c["reconstruction"], name_is_prose=c["name_is_prose"],
+            summary=c["summary"], quote=c.get("quote"), reconstruction=c["reconstruction"],
+            name_is_prose=c["name_is_prose"],
             shapes=None if c["shapes"] is None else Shapes(
                 ShapeStatus(c["shapes"]["status"]), tensors_from(c["inputs"]), tensors_from(c["outputs"]),
                 c["shapes"]["method"], c["shapes"]["reason"]),
@@ -330,7 +286,9 @@ def from_dict(data: dict) -> ModelDoc:
     return ModelDoc(
         name=data["model"], slug=data["slug"], spec=data["spec"], cls=data["class"],
         components=tuple(comp(c) for c in data["components"]),
-        totals=Totals(t["parameters"], t["trained"], t["frozen"], t["buffers"], t["buffer_tensors"]),
+        totals=Totals(t["parameters"], t["trained"], t["frozen"], t["buffers"], t["buffer_tensors"],
+                      tuple(ExpertLayers(e["component"], e["instances"], e["experts"], e["top_k"],
+                                         e["parameters_per_expert"]) for e in t.get("experts", ()))),
         cost=cost_from(t.get("cost")),
         cost_summary=None if data.get("cost_reference") is None else CostSummary(
             tuple(data["cost_reference"]["sizes"].items()), data["cost_reference"]["kv_cache_bytes_per_token"],

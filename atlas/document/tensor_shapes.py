@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from atlas.document.math_tree import Node
+
 
 @dataclass(frozen=True)
 class Dim:
@@ -24,6 +26,7 @@ class TensorShape:
     name: str                       # the forward() parameter, "output", or "output[0]"
     dims: tuple[Dim, ...]
     dtype: str
+    math: Node | None = None             # its symbol in the equations that call the component (a math_tree Node): u′_n
 
 
 class ShapeStatus(str, Enum):

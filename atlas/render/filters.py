@@ -10,6 +10,7 @@ from atlas.document import calculation
 from atlas.document.input_specs import dim_words, parse_input
 from atlas.i18n import msg, msgn
 from atlas.render import repeat_words
+from atlas.render.view_filters import VIEW_FILTERS
 
 # html.escape's replacements, without importing html: its entity tables (0.35 MB) are more than `describe` needs
 _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
@@ -94,8 +95,13 @@ def dim_label(dim, names) -> str:
 
 
 def tensor_label(tensor, names) -> str:
-    """`u` [B batch, T positions, 768 d]."""
-    return f"{md_code(tensor.name)} [" + ", ".join(dim_label(d, names) for d in tensor.dims) + "]"
+    """$u'_n$ [B batch, T positions, 768 d]: the symbol the calling equations give it, else the code's name (`u`)."""
+    if tensor.math is not None:
+        from atlas.render.latex import latex
+        head = f"${latex(tensor.math)}$"
+    else:
+        head = md_code(tensor.name)
+    return head + " [" + ", ".join(dim_label(d, names) for d in tensor.dims) + "]"
 
 
 def signed(n: int) -> str:
@@ -127,8 +133,9 @@ def math_aligned(formula, e) -> str:
     return marked_aligned(formula, names_of(e), e.streams(), "")
 
 
-def verification_note(e) -> str:
-    v = e.verification
+def verification_note(e, v=None) -> str:
+    """The check's outcome for the equations `e`: their own, or `v`, that of their paper view."""
+    v = e.verification if v is None else v
     args = {"dtype": v.dtype, "error": f"{v.max_error:.0e}", "tolerance": f"{v.tolerance:.0e}"}
     if e.status.value == "override":
         text = msg("the author's override, run in %(dtype)s on random inputs with a fixed seed in evaluation mode, "
@@ -333,7 +340,7 @@ def _at_reference(expr: str, reference: tuple[tuple[str, int], ...]) -> float:
     return float(e.subs({sympy.Symbol(k): v for k, v in reference}))
 
 
-FILTERS = {
+FILTERS = VIEW_FILTERS | {
     "percent": i18n.percent,
     "cost_tex": cost_tex,
     "si": si,

@@ -34,10 +34,13 @@ def _equations(comp: Component, out: dict) -> None:
         for formula, d in zip(formulas, dicts):
             d["tex"] = plain(formula, names)
             d["plain"] = plain_text(formula, lambda key: plain_names.get(key, key))
-    lines(e.summary, data["summary"])
-    lines([st.formula for st in e.steps], data["steps"])
-    lines(e.constants, data["constants"])
-    lines([f for f, _ in e.notations], data["notations"])
+    for view, out in ((e, data), (e.paper, data.get("paper"))):
+        if view is None or out is None:
+            continue
+        lines(view.summary, out["summary"])
+        lines([st.formula for st in view.steps], out["steps"])
+        lines(view.constants, out["constants"])
+        lines([f for f, _ in view.notations], out["notations"])
     for s, d in zip(e.symbols, data["symbols"]):
         d["tex"] = names[s.key]
         d["plain"] = plain_names[s.key]

@@ -41,14 +41,15 @@ GREEK = {"α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ε"
          "Χ": r"\Chi"}
 GLYPHS = {"+": "+", "-": "-", "−": "-", "=": "=", "/": "/", ",": ",", ";": ";", ":": ":", "<": "<", ">": ">",
           "'": "'", "′": "'", "|": "|", "(": "(", ")": ")", "[": "[", "]": "]",
-          "⊙": r"\odot ", "·": r"\cdot ", "×": r"\times ", "⋆": r"\star ", "mod": r"\bmod ", "¬": r"\neg ",
+          "⊙": r"\odot ", "⊗": r"\otimes ", "·": r"\cdot ", "×": r"\times ", "⋆": r"\star ", "mod": r"\bmod ",
+          "¬": r"\neg ",
           "∧": r"\land", "∨": r"\lor", "⊕": r"\oplus", "≤": r"\le", "≥": r"\ge", "≠": r"\ne", "←": r"\leftarrow",
           "∞": r"\infty", "∅": r"\varnothing", "…": r"\ldots", "⋯": r"\dots", "∑": r"\sum", "big|": r"\big|"}
 SPACES = {"thin": r"\,", "negative": r"\!", "thick": r"\;", "quad": r"\quad ", "word": r"\ ", "plain": " "}
 STYLES = {"operator": r"\operatorname", "roman": r"\mathrm", "sans": r"\mathsf", "bold": r"\mathbf", "text": r"\text"}
 ACCENTS = {"bar": r"\bar", "hat": r"\hat", "tilde": r"\tilde", "dot": r"\dot", "vec": r"\vec"}
-OPEN = {"(": "(", "[": "[", "⌊": r"\lfloor ", "‖": r"\lVert ", "|": "|", "{": r"\{", "": "."}
-CLOSE = {")": ")", "]": "]", "⌋": r"\rfloor", "‖": r"\rVert", "|": "|", "}": r"\}", "": "."}
+OPEN = {"(": "(", "[": "[", "⌊": r"\lfloor ", "⌈": r"\lceil ", "‖": r"\lVert ", "|": "|", "{": r"\{", "": "."}
+CLOSE = {")": ")", "]": "]", "⌋": r"\rfloor", "⌉": r"\rceil", "‖": r"\rVert", "|": "|", "}": r"\}", "": "."}
 SIZES = {"big": r"\big", "Big": r"\Big"}
 _DIGIT_END, _DIGIT_START = re.compile(r"\d\}*$"), re.compile(r"\{*[\d.]")     # 8 · 3, not "8 3"
 
@@ -76,6 +77,8 @@ def named(names: dict):
 class _Writer:
     def __init__(self, name) -> None:
         self.name = name
+        self._in_frac = 0               # fractions being written around the current node
+
 
     def write(self, node) -> str:
         if node is None:
@@ -133,7 +136,16 @@ class _Writer:
         return self.write(n.left) + (r"\cdot " if dot else r"\,") + self.write(n.right)
 
     def _frac(self, n: Frac) -> str:
-        return r"\frac{" + self.write(n.num) + "}{" + self.write(n.den) + "}"
+        """A fraction inside a fraction is written on the line, ‖u‖₂/√768, as the seeds do: a stacked one there
+        is typeset at a third of the size."""
+        self._in_frac += 1
+        try:
+            num, den = self.write(n.num), self.write(n.den)
+        finally:
+            self._in_frac -= 1
+        if self._in_frac and not isinstance(n.num, Number):       # a coefficient (1/d) stays stacked
+            return _on_line(n.num, num) + "/" + _on_line(n.den, den)
+        return r"\frac{" + num + "}{" + den + "}"
 
     def _sqrt(self, n: Sqrt) -> str:
         return r"\sqrt{" + self.write(n.body) + "}"
@@ -162,6 +174,13 @@ class _Writer:
 
     def _equation(self, n: Equation) -> str:
         return self.write(n.lhs) + " = " + self.write(n.rhs)
+
+
+def _on_line(node: Node, tex: str) -> str:
+    """A part of an inline fraction, in parentheses where it is a sum or a product of several factors."""
+    if isinstance(node, (Row, Product)):
+        return r"\left(" + tex + r"\right)"
+    return tex
 
 
 def aligned(node: Node, name=None) -> str:
@@ -208,7 +227,8 @@ def number_tex(x) -> str:
     return f"{mantissa}\\times 10^{{{int(exponent)}}}" if exponent else text
 
 
-PLAIN_GLYPHS = {"-": " − ", "−": " − ", "+": " + ", "=": " = ", "⊙": " ⊙ ", "·": " · ", "×": " × ", "⋆": " ⋆ ",
+PLAIN_GLYPHS = {"-": " − ", "−": " − ", "+": " + ", "=": " = ", "⊙": " ⊙ ", "⊗": " ⊗ ", "·": " · ", "×": " × ",
+                "⋆": " ⋆ ",
                 "≤": " ≤ ", "≥": " ≥ ", "≠": " ≠ ", "<": " < ", ">": " > ", "∧": " ∧ ", "∨": " ∨ ", "⊕": " ⊕ ",
                 "←": " ← ", "'": "′", "mod": " mod ", "big|": "|", ",": ", ", ";": "; "}
 PLAIN_SPACES = {"thin": " ", "negative": "", "thick": " ", "quad": "  ", "word": " ", "plain": " "}

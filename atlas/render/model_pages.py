@@ -92,6 +92,7 @@ def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_nam
         "repeating": view_data.repeating(doc, comp),
         "rows": rows,
         "shared_within": view_data.shared_within(comp, rows),
+        "experts": view_data.experts_within(doc, comp),
         "reconstruction": recon,
         "reconstruction_href": None if recon is None else page_paths.link(here, page_paths.page_path(doc, recon)),
         "model_href": page_paths.link(here, page_paths.page_path(doc, doc.root)),

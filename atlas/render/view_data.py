@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from atlas.document import Component, ModelDoc, Tag
 from atlas.i18n import lowered, msg
@@ -101,6 +102,19 @@ def calculation_of(comp: Component, calculation) -> str:
 def shared_within(comp: Component, rows: list[TableRow]) -> int:
     """Elements listed more than once in this instance's table because tensors are shared inside it."""
     return sum(r.count for r in rows) - comp.parameters_per_instance
+
+
+def experts_within(doc: ModelDoc, comp: Component) -> list[SimpleNamespace]:
+    """The mixtures of experts inside one instance of a component (or it itself), each with how many of them one
+    instance holds and the parameters one token leaves idle in them."""
+    out = []
+    if comp.parent is None:
+        return out
+    for e in doc.totals.experts:
+        if e.component == comp.id or e.component.startswith(comp.id + "."):
+            each = e.instances // comp.instances
+            out.append(SimpleNamespace(layers=e, each=each, idle=each * (e.experts - e.top_k) * e.per_expert))
+    return out
 
 
 def frozen_parts(doc: ModelDoc) -> list[FrozenPart]:

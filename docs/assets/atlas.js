@@ -26,8 +26,18 @@
     return { names: names, label: label };
   }
 
+  // the view a tab set shows: a block is shown where the radio input of its position is checked
+  function inShownTab(el) {
+    var block = el.closest(".tabbed-block");
+    if (!block) return true;
+    var set = block.closest(".tabbed-set");
+    var index = Array.prototype.indexOf.call(block.parentElement.children, block);
+    var input = set && set.querySelectorAll(":scope > input")[index];
+    return !input || input.checked;
+  }
+
   function shown(el) {
-    return !el.closest("details:not([open])");
+    return !el.closest("details:not([open])") && inShownTab(el);
   }
 
   function tabStops() {
@@ -90,6 +100,13 @@
     for (var d = target.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
       d.open = true;
     }
+    var block = target.closest(".tabbed-block");
+    if (block && !inShownTab(target)) {       // a step of the other view: show that view's tab
+      var index = Array.prototype.indexOf.call(block.parentElement.children, block);
+      var input = block.closest(".tabbed-set").querySelectorAll(":scope > input")[index];
+      if (input) input.checked = true;
+      tabStops();
+    }
     target.scrollIntoView();
   }
 
@@ -105,6 +122,10 @@
   }
   window.addEventListener("hashchange", openTarget);
   // "toggle" does not bubble; a listener capturing on the document hears every <details> open and close
+  // a tab shown: its symbols become the stops
+  document.addEventListener("change", function (event) {
+    if (event.target.closest && event.target.closest(".tabbed-set")) tabStops();
+  });
   document.addEventListener("toggle", function (event) {
     if (event.target.tagName === "DETAILS" && event.target.querySelector(".katex [data-sym]")) tabStops();
   }, true);

@@ -169,6 +169,7 @@ class Builder(ChildCalls, ListLoops):
             d.env[ref.value.id] = node
             if isinstance(node, Sym):
                 continue
+            node.meta.setdefault("out_shape", ref.value.shape)     # what rewrites of the paper view read
             if id(node) not in d.value_of:
                 d.value_of[id(node)] = ref.value
                 d.section_of[id(node)] = section

@@ -26,6 +26,8 @@ from atlas.load.forward_calls import parameters
 from atlas.load.hooks import hooks_of
 
 MAX_PURE_EVENTS = 24                    # a child with at most this many operations and no children is inlined
+# a section's own children of model code are sections too (BERT's attention.output)
+MAX_SECTION_DEPTH = 1
 MAX_INLINE = 14                         # nodes of a pure child's expression that still read well inline
 _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 
@@ -55,7 +57,7 @@ class ChildCalls:
         if leaves.builder_for(c.module) is not None:               # a skipped entry too: no record needed
             if self._leaf(c, rel, section):
                 return
-        elif not c.skipped and depth == 0 and composite(c.module) and not holds_stack(c.module) \
+        elif not c.skipped and depth <= MAX_SECTION_DEPTH and composite(c.module) and not holds_stack(c.module) \
                 and not rel.rsplit(".", 1)[-1].isdigit() and data_dependent(c, self.given) is None:
             title = self.title_of(c.path) or hooks_of(c.module).name or type(c.module).__name__
             d.section_attr[title] = c.path.rsplit(".", 1)[-1]
@@ -69,6 +71,8 @@ class ChildCalls:
             self._events(c, section, depth + 1)
             for ref in outs:                        # a long expression is a step of its own, named by the child
                 node = d.env.get(ref.value.id)
+                if isinstance(node, Node) and not isinstance(node, Sym):
+                    node.meta.setdefault("module", rel)     # the paper view names the child's idiom after it
                 if isinstance(node, Node) and not isinstance(node, Sym) and \
                         next(islice(node.walk(), MAX_INLINE, None), None) is not None:
                     node.meta.setdefault("hint", rel.rsplit(".", 1)[-1])

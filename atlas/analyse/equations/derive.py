@@ -22,7 +22,9 @@ from atlas.analyse.equations.ops_nn import Loop
 from atlas.analyse.equations.present import present
 from atlas.analyse.equations.program import Program, Step
 from atlas.analyse.equations.select import select
-from atlas.document import Component, Equations, EquationStatus, ModelDoc, ShapeStatus
+from atlas.analyse.paper.context import Context
+from atlas.analyse.paper.view import Rewritten, paper_program
+from atlas.document import Component, Equations, EquationStatus, ModelDoc, PaperView, ShapeStatus
 from atlas.document.expressions import symbol_names
 from atlas.errors import AtlasError
 from atlas.extract.trace.call_shapes import first_call_of, record_of
@@ -43,8 +45,8 @@ class EquationMismatch(AtlasError):
         self.doc = doc                  # every component's equations, the failing ones included
 
 
-def leaf_program(module: nn.Module, call) -> Program:
-    """A torch.nn leaf's own page: the registry's lines on its inputs, then y."""
+def leaf_program(module: nn.Module, call) -> tuple[Program, dict]:
+    """A torch.nn leaf's own page: the registry's lines on its inputs, then y; and the recorded value of each input."""
     b = Builder(call, module)
     b._inputs()
     prog = b.d.prog
@@ -77,11 +79,13 @@ def leaf_program(module: nn.Module, call) -> Program:
         prog.add(key, "value", base="y" if len(outs) == 1 else f"y_{i + 1}", output=True)
         prog.steps.append(Step(key, node))
         prog.outputs.append(Sym(key))
-    return prog
+    return prog, b.d.inputs
 
 
-def program_for(module: nn.Module, comp: Component, call, title_of=None,
-                chained: bool = False) -> tuple[Program, EquationStatus]:
+def program_for(module: nn.Module, comp: Component, call, title_of=None, chained: bool = False,
+                model: nn.Module | None = None) -> tuple[Program, EquationStatus, Rewritten | None]:
+    """The component's op program, named, with its paper view (named with it: one name per value on the page);
+    no paper view for equations the model's author wrote."""
     lines = hooks_of(module).equations
     dims = _dim_symbols(comp)
     if lines:
@@ -89,17 +93,19 @@ def program_for(module: nn.Module, comp: Component, call, title_of=None,
         names = [t.name for t in comp.shapes.inputs]
         prog = override.program(module, lines, names)
         naming.name(prog, reserved=dims)
-        return prog, EquationStatus.OVERRIDE
-    if leaves.builder_for(module) is not None:
-        prog = leaf_program(module, call)
+        return prog, EquationStatus.OVERRIDE, None
+    if leaves.builder_for(module) is not None:       # written as a paper prints it: only its idioms are read
+        prog, origins = leaf_program(module, call)
+        paper = replace(paper_program(prog, Context(module, model, origins)), changed=False)
         naming.name(prog, reserved=dims)
-        return prog, EquationStatus.DERIVED
+        return prog, EquationStatus.DERIVED, paper
     b = Builder(call, module, title_of)
     draft = b.build()
     select(draft)
     carried = _carried(comp, draft) if chained else None
+    paper = paper_program(draft.prog, Context(module, model, draft.inputs))
     naming.name(draft.prog, draft, carried, reserved=dims)
-    return draft.prog, EquationStatus.DERIVED
+    return draft.prog, EquationStatus.DERIVED, paper
 
 
 def _dim_symbols(comp: Component) -> tuple[str, ...]:
@@ -121,7 +127,8 @@ def _carried(comp: Component, draft) -> str | None:
 
 
 def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, budget_bytes: int,
-                  run: bool = True, title_of=None, chained: bool = False) -> tuple[Equations, str]:
+                  run: bool = True, title_of=None, chained: bool = False,
+                  model: nn.Module | None = None) -> tuple[Equations, str]:
     """The component's equations, and its summary sentence (a leaf's comes from the registry)."""
     if comp.shapes is None or comp.shapes.status is not ShapeStatus.DERIVED:
         why = comp.shapes.reason if comp.shapes else msg("no shapes")
@@ -132,20 +139,47 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
         return Equations(EquationStatus.NOT_DERIVED, reason=msg("the record has no complete call of this component")), \
             comp.summary
     try:
-        prog, status = program_for(module, comp, call, title_of, chained)
+        prog, status, paper = program_for(module, comp, call, title_of, chained, model)
     except Unsupported as exc:
         return Equations(EquationStatus.NOT_DERIVED, reason=exc.reason), comp.summary
     sentence = prog.summary if prog.summary and not hooks_of(module).summary else comp.summary
     base = comp.path
-    eq = present(prog, status, vocab, lambda rel: link_ids.get(f"{base}.{rel}" if base else rel))
+    link = lambda rel: link_ids.get(f"{base}.{rel}" if base else rel)     # noqa: E731
+    eq = present(prog, status, vocab, link)
+    if paper is not None:
+        eq = replace(eq, idioms=paper.idioms)
     _looped[comp.id] = {link_ids.get(f"{base}.{st.node.meta['link']}" if base else st.node.meta["link"])
                         for st in prog.steps if isinstance(st.node, Loop)}
+    # a paper view where no kernel-level operation is left: the rewritten steps, or the op steps themselves
+    rewritten = paper is not None and not paper.kernel and paper.changed
+    if paper is not None and paper.kernel:
+        log.debug("%s: no paper view: the steps still compute with %s", comp.id or "(model)", ", ".join(paper.kernel))
+    same = paper is not None and not paper.kernel and not paper.changed
+    shown = present(paper.program, status, vocab, link) if rewritten else None
     if not run:
-        return eq, sentence
-    from atlas.analyse.equations.verify import verify  # the check's machinery, for the runs that check
+        return _with_paper(eq, shown, None, same), sentence
+    from atlas.analyse.equations.verify import verify_both  # the check's machinery, for the runs that check
     rec = record_of(trace, comp.path)
-    check = verify(module, prog, call, rec.hints, budget_bytes, working=rec.dtype, assumed=rec.assumed)
-    return replace(eq, verification=check), sentence
+    check, paper_check = verify_both(module, prog, paper.program if rewritten else None, call, rec.hints,
+                                     budget_bytes, working=rec.dtype, assumed=rec.assumed)
+    eq = replace(eq, verification=check)
+    if rewritten and not paper_check.verified and check.verified:
+        log.warning("%s: the paper view is left out: %s", comp.id or "(model)", paper_check.reason)
+        return eq, sentence
+    return _with_paper(eq, shown, paper_check if rewritten else check, same), sentence
+
+
+def _with_paper(eq: Equations, paper: Equations | None, check, same: bool) -> Equations:
+    """The op view with its paper view, where there is one: the rewritten steps (`paper`), or the op steps themselves
+    (`same`). The page's symbols are those either view names."""
+    if same:
+        return replace(eq, paper=PaperView(verification=check, same=True))
+    if paper is None:
+        return eq
+    known = {s.key for s in eq.symbols}
+    symbols = eq.symbols + tuple(s for s in paper.symbols if s.key not in known)
+    return replace(eq, symbols=symbols,
+                   paper=PaperView(paper.summary, paper.steps, paper.constants, paper.notations, check))
 
 
 def with_equations(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: int = DEFAULT_BUDGET_BYTES, tick=None,
@@ -159,7 +193,7 @@ def with_equations(model: nn.Module, doc: ModelDoc, trace, vocab, budget_bytes: 
         for comp in doc.components:             # parents first: a loop in the parent says its blocks are chained
             module = model.get_submodule(comp.path)
             equations, sentence = equations_for(module, comp, trace, link_ids, vocab, budget_bytes, run, names.get,
-                                                comp.id in chained)
+                                                comp.id in chained, model)
             chained.update(_looped.pop(comp.id, ()))
             v = equations.verification
             if v is not None and v.mismatch:

@@ -59,7 +59,10 @@ class LeafBuilder:
         key = f"p.{self.path}.{name}" if self.path else f"p.{name}"
         if transpose:
             key += ".T"
-        self.prog.add(key, "param", ("param", self.path, name, transpose), base=base, role=_role(self.path, self.attr))
+        shape = tuple(getattr(self.module, name).shape)
+        shape = shape[:-2] + shape[-2:][::-1] if transpose else shape
+        self.prog.add(key, "param", ("param", self.path, name, transpose), base=base, role=_role(self.path, self.attr),
+                      shape=shape)
         return Sym(key)
 
     def const(self, name: str, value) -> Sym:

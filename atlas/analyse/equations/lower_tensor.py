@@ -74,6 +74,10 @@ def _permute(L: Lowering):
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     if not all(isinstance(d, int) for d in dims):
         raise MissingArgument(f"{L.ev.name}: the axes are not numbers")
+    nd = L.ndim(L.need("input"))
+    moved = [i for i, d in enumerate(dims) if d % nd != i] if nd == len(dims) else None
+    if moved is not None and len(moved) == 2:       # two axes swapped: a transpose, as the math reads it
+        return t.Transpose(L.operand(), d0=moved[0], d1=moved[1], ndim=nd)
     return t.Permute(L.operand(), dims=dims)
 
 
@@ -254,7 +258,7 @@ def _cast(L: Lowering, dtype):
     name = str(dtype).removeprefix("torch.")
     if isinstance(x_ref, Ref) and name == x_ref.value.dtype:
         return x
-    return t.Cast(x, dtype=name)
+    return t.Cast(x, dtype=name, source=x_ref.value.dtype if isinstance(x_ref, Ref) else None)
 
 
 def _dtype_method(L: Lowering):

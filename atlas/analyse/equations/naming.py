@@ -71,6 +71,9 @@ def name(prog: Program, draft=None, carried: str | None = None, reserved: tuple[
     for key, sym in syms.items():
         if sym.kind != "input":
             continue
+        if sym.given is not None:
+            claim(key, sym.given)
+            continue
         var = sym.base
         if "[" in var and draft is not None:
             value = draft.inputs.get(key)
@@ -81,15 +84,17 @@ def name(prog: Program, draft=None, carried: str | None = None, reserved: tuple[
     # parameters: W, b, γ, β, with the owner's attribute as a subscript
     gains = {s.binding[1]: GAMMA for s in syms.values()
              if s.kind == "param" and s.base == "weight" and s.shape is not None and len(s.shape) == 1}
-    param_names = {key: _param_name(s, gains) for key, s in syms.items() if s.kind == "param"}
+    param_names = {key: s.given if s.given is not None else _param_name(s, gains)
+                   for key, s in syms.items() if s.kind == "param"}
     clashes = _clashes(param_names)
     for key, name_ in param_names.items():
         sym = syms[key]
-        if key in clashes and sym.binding and sym.binding[1]:
+        if key in clashes and sym.binding and sym.binding[1] and sym.given is None:
             name_ = subscripted(_without_role(name_) if sym.role else name_, sym.binding[1])
         claim(key, name_)
     # child modules: their class, with the attribute where two children share a class
-    mod_names = {key: op(s.base or "f") for key, s in syms.items() if s.kind in ("module", "modules")}
+    mod_names = {key: s.given if s.given is not None else op(s.base or "f")
+                 for key, s in syms.items() if s.kind in ("module", "modules")}
     clashes = _clashes(mod_names)
     for key, name_ in mod_names.items():
         sym = syms[key]
@@ -110,7 +115,7 @@ def name(prog: Program, draft=None, carried: str | None = None, reserved: tuple[
         sym = syms[step.key]
         if sym.fixed or sym.kind != "value":
             continue
-        name_ = _value_name(sym, draft, syms, reserved)
+        name_ = sym.given if sym.given is not None else _value_name(sym, draft, syms, reserved)
         sym.stem = unprimed(name_)
         if isinstance(step.node, Loop):
             name_ = Script(Group(sym.stem), sub=Number(step.node.meta["count"]))

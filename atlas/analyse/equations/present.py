@@ -58,6 +58,20 @@ def _loop_line(p: Printer, prog: Program, key: str, node: Loop):
     return Equation(sub(stem, row(n, Glyph("+"), Number(1))), row(step, rest))
 
 
+def _indices(node) -> list:
+    """The indices a step's formula is written in (t of a token, t and s of a grid of positions), outermost first:
+    its left-hand side carries them."""
+    own = getattr(node, "lhs_index", None)
+    if own is not None:
+        return [own()]
+    found = {}
+    for n in node.distinct():
+        letter = getattr(n, "index_letter", None)
+        if letter is not None:
+            found[n.meta["axis"]] = Ident(letter())
+    return [found[a] for a in sorted(found, reverse=True)]
+
+
 def _dims(shape, vocab) -> tuple:
     if shape is None:
         return ()
@@ -67,8 +81,16 @@ def _dims(shape, vocab) -> tuple:
 def notations(prog: Program) -> tuple:
     """Definitions of the notation the lines use, each once: heads, merged heads, the causal mask."""
     out, seen = [], set()
+    p = Printer(prog.scalars())
     for step in prog.steps:
         for node in step.node.walk():
+            define = getattr(node, "definition", None)
+            found = define(p) if define is not None else None
+            # an idiom printed by its name (GELU, RoPE): its definition, or its definitions (μ_d, σ_d²), once
+            for line, sentence in (() if found is None else found if isinstance(found[0], tuple) else (found,)):
+                if line not in seen:
+                    seen.add(line)
+                    out.append((line, sentence))
             if isinstance(node, Heads) and "heads" not in seen:
                 seen.add("heads")
                 counts = {n.meta.get("heads") for s in prog.steps for n in s.node.walk() if isinstance(n, Heads)}
@@ -196,6 +218,8 @@ def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations
             line = _loop_line(p, prog, step.key, step.node)
         elif isinstance(step.node, red.Softmax) and isinstance(step.node.args[0], Sym):    # A_{t,s} = exp F_{t,s}/…
             line = Equation(sub(Group(Ref(step.key)), row(Ident("t"), Glyph(","), Ident("s"))), p.print(step.node))
+        elif _indices(step.node):                   # y_t = Σ_j …(x_t), M_{t,s} = s ≤ t: the entry it defines
+            line = Equation(sub(Group(Ref(step.key)), joined(_indices(step.node), Glyph(","))), p.print(step.node))
         else:
             line = Equation(Ref(step.key), p.print(step.node))
         links = tuple(dict.fromkeys(i for i in (link_ids(rel) for rel in step.links) if i is not None))
@@ -204,6 +228,8 @@ def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations
     own = [s for s in steps if s.section is None]
     if prog.leaf:
         summary = tuple(s.formula for s in steps) + constants
+    elif prog.headline and all(any(s.defines == k for s in steps) for k in prog.headline):
+        summary = tuple(s.formula for s in steps if s.defines in prog.headline)
     else:
         summary = tuple(s.formula for s in (own if len(own) <= MAX_SUMMARY else own[-2:]))
     used = set()

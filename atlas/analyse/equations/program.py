@@ -34,6 +34,7 @@ class Symbol:
     in_scan: bool = False           # a recurrent cell's line: run inside its scan, not on its own
     stem: object = None             # the name before its version mark (u for u'), given by the namer
     name: object = None             # the page's name, a formula, given by the namer
+    given: object = None            # the name its role in a recognized idiom gives it (W_Q, ω, Δ_attn), a formula
 
 
 @dataclass
@@ -55,6 +56,8 @@ class Program:
     notations: list = field(default_factory=list)           # notations the steps use (x^h, M_causal)
     summary: str = ""                                       # a leaf's one-sentence description
     leaf: bool = False                                      # a torch.nn leaf's own lines: one aligned block
+    headline: list = field(default_factory=list)            # keys of the steps a page shows first, where a
+                                                            # structure decides them (a block's residuals)
     call_args: dict = field(default_factory=dict)           # forward() arguments that are not tensors
     dtypes: set = field(default_factory=set)                # dtypes the code names in its own calls (casts)
 

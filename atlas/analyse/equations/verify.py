@@ -52,29 +52,62 @@ def verify(module: nn.Module, prog: Program, call: Call, sizes: dict, budget_byt
            seed: int = 0, working: str = "float32", assumed: dict | None = None) -> Verification:
     """float64 where one instance fits the budget; float32 where only that fits, or where forward() itself
     refuses float64 (a grouped-matmul kernel). `assumed`: the record's value of each data-dependent size."""
+    return _verify(module, prog, call, sizes, budget_bytes, seed, working, assumed, None)[0]
+
+
+def verify_both(module: nn.Module, prog: Program, paper: Program | None, call: Call, sizes: dict,
+                budget_bytes: int, working: str = "float32",
+                assumed: dict | None = None) -> tuple[Verification, Verification | None]:
+    """`verify`, and the component's paper view compared with the same run of forward(), at the same tolerance."""
+    return _verify(module, prog, call, sizes, budget_bytes, 0, working, assumed, paper)
+
+
+def _verify(module, prog, call, sizes, budget_bytes, seed, working, assumed, also):
     sizes = check_sizes(call, sizes, assumed or {})
     numel = sum(p.numel() for p in module.parameters()) + sum(b.numel() for b in module.buffers())
     if numel * 4 > budget_bytes:
-        return Verification(False, reason=msg(
+        v = Verification(False, reason=msg(
             "not run: one instance holds %(elements)s parameter and buffer elements, "
             "%(size)s bytes even in float32, over the %(budget)s-byte budget",
             elements=numel, size=numel * 4, budget=budget_bytes))
+        return v, v
     largest, shape = largest_tensor(call, sizes)
     if (numel + largest) * 4 > budget_bytes:
         at = ", ".join(f"{k} = {v}" for k, v in sizes.items())
-        return Verification(False, reason=msg(
+        v = Verification(False, reason=msg(
             "not run: at %(sizes)s, the sizes of the record, its largest tensor is %(shape)s: with the instance's "
             "parameters and buffers %(elements)s elements, %(size)s bytes even in float32, over the "
             "%(budget)s-byte budget (--memory-budget; --dim bounds the sizes of the record)",
             sizes=at, shape="[" + ", ".join(map(str, shape)) + "]",
             elements=numel + largest, size=(numel + largest) * 4, budget=budget_bytes))
+        return v, v
     numel += largest
     with _one_thread():
         if numel * 8 <= budget_bytes:
-            first, failed = _check(module, prog, call, sizes, torch.float64, seed, working)
+            first, failed, run = _check(module, prog, call, sizes, torch.float64, seed, working)
             if failed is None or not _DTYPE.search(failed.rsplit(" (", 1)[0]):     # the message, not its file:line
-                return _cast_said(first)
-        return _cast_said(_check(module, prog, call, sizes, torch.float32, seed, working)[0])
+                return _cast_said(first), _also(also, first, run, sizes, torch.float64, working)
+        found, _, run = _check(module, prog, call, sizes, torch.float32, seed, working)
+        return _cast_said(found), _also(also, found, run, sizes, torch.float32, working)
+
+
+def _also(prog: Program | None, first: Verification, run, sizes: dict, dtype: torch.dtype, working: str):
+    """The second program against the run of forward() the first was compared with, at the first's tolerance."""
+    if prog is None:
+        return None
+    if run is None or run.out is None or first.tolerance is None:
+        return first                    # not run, or forward() did not run: the same for both
+    found = _compare(prog, run, sizes, dtype, working, first.tolerance)
+    if isinstance(found, Verification):
+        return found
+    worst, _ = found
+    dname = _dtype_name(run)
+    if worst <= first.tolerance:
+        return Verification(True, max_error=reported_bound(worst, first.tolerance), tolerance=first.tolerance,
+                            dtype=dname, note=first.note)
+    return Verification(False, max_error=worst, tolerance=first.tolerance, dtype=dname,
+                        reason=msg("the equations differ from forward() by %(error)s (tolerance %(tolerance)s)",
+                                   error=f"{worst:.3g}", tolerance=f"{first.tolerance:g}"))
 
 
 @contextlib.contextmanager
@@ -164,8 +197,8 @@ def _dtypes(module: nn.Module) -> dict:
 
 
 def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: torch.dtype, seed: int,
-           working: str) -> tuple[Verification, str | None]:
-    """The verification, and forward()'s own error where it did not run.
+           working: str) -> tuple[Verification, str | None, _Run]:
+    """The verification, forward()'s own error where it did not run, and the run compared with.
 
     Floating inputs the model computes (a mask, a rotary table) are random at first. They are taken as the model
     computes them where forward() does not run on random ones, and where the comparison fails because of them:
@@ -181,18 +214,18 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
             run, why = again, msg("on random values forward() does not run")
     if run.converted:       # it says "dtype": verify() checks again in float32
         return Verification(False, tolerance=tol, dtype=dname, reason=msg("not compared: %(why)s", why=run.error)), \
-            run.error
+            run.error, run
     if run.error is not None:   # the module itself does not run on these inputs: nothing to compare with
         if run.made.made_up:
             name, cause = next(iter(run.made.made_up.items()))
             return Verification(False, tolerance=tol, dtype=dname, reason=msg(
                 "not run: %(input)s could not be made as the model makes it (%(why)s), and forward() failed on a "
-                "made-up one: %(error)s", input="`" + name + "`", why=cause, error=run.error)), run.error
+                "made-up one: %(error)s", input="`" + name + "`", why=cause, error=run.error)), run.error, run
         return Verification(False, tolerance=tol, dtype=dname, reason=msg(
-            "not run: forward() failed on the example inputs: %(error)s", error=run.error)), run.error
+            "not run: forward() failed on the example inputs: %(error)s", error=run.error)), run.error, run
     found = _compare(prog, run, sizes, dtype, working, tol)
     if isinstance(found, Verification):
-        return replace(found, note=_note(run, why)), None
+        return replace(found, note=_note(run, why)), None, run
     worst, nan = found
     if worst > tol and run.made.computed_floats and not run.made.remake_floats:
         random_path, again = forward(remake_floats=False, watch=True).reads, forward(remake_floats=True, watch=True)
@@ -201,9 +234,9 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
                    msg("on random values forward() reads them and takes another path than on the model's own"))
             found = _compare(prog, again, sizes, dtype, working, tol)
             if isinstance(found, Verification):
-                return replace(found, note=_note(again, why)), None
+                return replace(found, note=_note(again, why)), None, again
             run, (worst, nan) = again, found
-    return _verdict(forward, run, worst, nan, tol, why), None
+    return _verdict(forward, run, worst, nan, tol, why), None, run
 
 
 def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working: str, tol: float):
