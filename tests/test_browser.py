@@ -275,17 +275,22 @@ def test_all_steps_expand_and_open_from_a_link(server, browser):
     base, _ = server
     page = browser.new_page()
     page.goto(base + "ldlm/latent_encoder/blocks/")
-    summary = page.locator("details summary", has_text="All 26 steps")
-    steps = page.locator("details .atlas-step-anchor")
-    assert steps.count() == 26
-    assert not page.locator("details .katex-display").first.is_visible()
+    paper = page.locator(".tabbed-block").first            # the paper view, the tab shown first
+    summary = paper.locator("details summary", has_text="All 26 steps")
+    steps = paper.locator("details .atlas-step-anchor")
+    assert steps.count() == 26 and page.locator("details .atlas-step-anchor").count() == 52    # and the code's view
+    assert not paper.locator("details .katex-display").first.is_visible()
     summary.click()
-    displays = page.locator("details .katex-display")
+    displays = paper.locator("details .katex-display")
     assert displays.count() == 26 and all(displays.nth(i).is_visible() for i in range(26))
     _screenshot(page, "encoder-block.png")
+    # a link to a step of the code's view shows that view's tab and opens its steps
     page.goto(base + "ldlm/latent_encoder/blocks/attn/#step-17")
-    page.wait_for_function("document.querySelector('details').open === true")
-    assert page.locator("#step-17").is_visible() or page.locator("details").first.get_attribute("open") is not None
+    shown = "id => { const a = document.getElementById(id); return a.closest('details').open && " \
+            "a.closest('.tabbed-block').offsetParent !== null }"
+    page.wait_for_function(shown, arg="step-17")
+    page.goto(base + "ldlm/latent_encoder/blocks/attn/#math-step-17")
+    page.wait_for_function(shown, arg="math-step-17")
     page.close()
 
 
@@ -361,8 +366,10 @@ def test_spanish_site_and_language_switch(server, browser):
     assert "× 6 bloques = 49.587.456" in text and "Rutas del módulo" in text
     assert page.locator(".md-search__input").get_attribute("placeholder") == "Búsqueda"
     # the interactive parts work in Spanish too: the steps open, the math is rendered
-    page.locator("details summary", has_text="Los 26 pasos").click()
-    assert page.locator("details .katex-display").nth(25).is_visible()
+    paper = page.locator(".tabbed-block").first
+    assert page.locator(".tabbed-labels label").first.inner_text() == "Matemáticas"
+    paper.locator("details summary", has_text="Los 26 pasos").click()
+    assert paper.locator("details .katex-display").nth(25).is_visible()
     _screenshot(page, "encoder-block-es.png")
     page.goto(base + "es/reference/layernorm/")
     assert page.locator("h2").first.inner_text().rstrip("¶") == "Definición"
@@ -481,14 +488,14 @@ def test_symbol_tab_stops_name_their_symbol(server, browser):
                                            "'details:not([open])')).map(e => e.dataset.sym)).size")
     assert stops.count() == shown_keys
     # opening "All 26 steps" adds a stop for each symbol that only the steps show, each named
-    page.locator("details summary", has_text="All 26 steps").click()
+    page.locator(".tabbed-block").first.locator("details summary", has_text="All 26 steps").click()
     page.wait_for_function("document.querySelectorAll('.katex [data-sym][tabindex=\"0\"]').length > 6")
     keys = stops.evaluate_all("els => els.map(e => e.dataset.sym)")
     assert len(keys) == len(set(keys)) == page.eval_on_selector_all(
         ".katex [data-sym]", "els => new Set(els.map(e => e.dataset.sym)).size")
     labels = stops.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
     assert all(label.startswith("Highlight every occurrence of ") and len(label) > 30 for label in labels)
-    assert "Highlight every occurrence of γ_(norm latents)" in labels
+    assert "Highlight every occurrence of γ_a" in labels          # seed 002's name of the latents' gain
     # Tab walks the symbols one by one, and focus highlights every occurrence
     stops.first.focus()
     page.keyboard.press("Tab")

@@ -20,8 +20,8 @@ from atlas.load import spec
 from atlas.render.latex import latex
 
 SOFTCAP = r"F = 50\,\tanh\!\Big(\frac{S}{50\,\sqrt{64}}\Big)"
-Q_NORM = (r"Q = {\gamma_{\mathrm{q\,norm}}}\odot \frac{{q}^{h}}"
-          r"{\max\!\big(\frac{\lVert {q}^{h}\rVert_2}{\sqrt{64}},\;\varepsilon\big)}")
+Q_NORM = (r"Q = {\gamma_Q}\odot \frac{{q}^{h}}"
+          r"{\max\!\big(\lVert {q}^{h}\rVert_2/\sqrt{64},\;\varepsilon\big)}")
 SOFTMAX = r"{A}_{t,s} = \frac{\exp {F}_{t,s}}{\sum_{u=1}^{2T}\exp {F}_{t,u}}"
 
 
@@ -41,8 +41,7 @@ def test_layernorm_page(ldlm_files):
 def test_attention_page(ldlm_doc):
     text = lines(ldlm_doc, "latent_encoder.blocks.attn")
     for line in (SOFTCAP, Q_NORM, SOFTMAX, r"k = [\,{k_{a}};\;{k_{b}}\,]", r"v = [\,{v_{a}};\;{v_{b}}\,]",
-                 r"\bar{u} = {\gamma_{\mathrm{norm\,latents}}}\odot \frac{u}{\max\!\big(\frac{\lVert u\rVert_2}"
-                 r"{\sqrt{768}},\;\varepsilon\big)}"):
+                 r"\bar{u} = {\gamma_a}\odot \frac{u}{\max\!\big(\lVert u\rVert_2/\sqrt{768},\;\varepsilon\big)}"):
         assert line in text, line
     # p_a is split at the real width: q, k_a, v_a are columns 1-768, 769-1536, 1537-2304
     assert r"{v_{a}} = {{p_{a}}}_{1537:2304}" in text
@@ -383,7 +382,7 @@ def test_two_branches_added_are_no_residual():
     assert summary(doc, "")[-1] == r"{\mathrm{moe}'} = \mathrm{moe}+{{\mathrm{down}_{\mathrm{proj}}}_{\mathrm{shared}}}"
     assert doc.root.equations.residuals == 0 and doc.root.equations.verification.verified
     around = pipeline.document(spec.load(fixture_spec("shared_and_routed_residual")), pipeline.Settings())
-    assert summary(around, "")[-1] == r"y = x+{\mathrm{moe}'}"
+    assert summary(around, "")[-1] == r"y = x+{\Delta_{\mathrm{mlp}}}"     # the branch named by its role
     assert around.root.equations.residuals == 1 and around.root.equations.verification.verified
     # a child's result plus itself scaled: the child ran before the value the add starts from, not on it
     skip = pipeline.document(spec.load(fixture_spec("scaled_skip")), pipeline.Settings())

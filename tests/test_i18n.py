@@ -98,8 +98,8 @@ def test_spanish_pages_translate_the_words_the_atlas_adds(ldlm_files):
     english = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
     assert "› [6 bloques encoder](../index.md) › [MLP](index.md)</nav>" in page
     assert "› [6 encoder blocks](../index.md) › [MLP](index.md)</nav>" in english
-    assert "**entrada:** `input` [B lote, T posiciones, 768 d]" in page
-    assert "**in:** `input` [B batch, T positions, 768 d]" in english
+    assert "**entrada:** $u'_n$ [B lote, T posiciones, 768 d]" in page
+    assert "**in:** $u'_n$ [B batch, T positions, 768 d]" in english
     assert page.startswith('---\ntitle: "LDLM · LayerNorm"\n') and english.startswith('---\ntitle: "LDLM · LayerNorm"\n')
     assert "Símbolos: B lote, T posiciones;" in ldlm_files["ldlm/index.es.md"]
 

@@ -128,14 +128,18 @@ def test_ldlm_symbolic_shapes_match_real_cpu_forwards(ldlm_doc):
 
 def test_seed_shapes_on_pages(ldlm_files):
     ln = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
-    assert "**in:** `input` [B batch, T positions, 768 d]<br>" in ln
-    assert "**out:** `output` [B batch, T positions, 768 d]" in ln
+    # seed 000: the symbols the block's equations give the LayerNorm's input and output
+    assert "**in:** $u'_n$ [B batch, T positions, 768 d]<br>" in ln
+    assert "**out:** $\\bar{u'}_n$ [B batch, T positions, 768 d]" in ln
     block = ldlm_files["ldlm/latent_encoder/blocks/index.md"]
-    assert "**in:** `u` [B batch, T positions, 768 d] · `h` [B batch, T positions, 768 d]<br>" in block
+    assert "**in:** $u_n$ [B batch, T positions, 768 d] · $h$ [B batch, T positions, 768 d]<br>" in block
+    assert "**out:** $u_{n+1}$ [B batch, T positions, 768 d]" in block
     k_norm = ldlm_files["ldlm/latent_encoder/blocks/attn/k_norm.md"]
-    assert "`x` [B batch, 12 heads, 2T positions, 64 head features]" in k_norm
-    assert "`output` [B batch, T positions, 2304 = 3d]" in ldlm_files["ldlm/latent_encoder/blocks/attn/qkv.md"]
-    assert "**in:** `input_ids` [B batch, T positions]<br>" in ldlm_files["ldlm/frozen_lm/index.md"]
+    # its input is k split into heads: the caller names no one symbol so, the page's own x does
+    assert "**in:** $x$ [B batch, 12 heads, 2T positions, 64 head features]<br>" in k_norm
+    assert "**out:** $K$ [B batch, 12 heads, 2T positions, 64 head features]" in k_norm
+    assert "$y$ [B batch, T positions, 2304 = 3d]" in ldlm_files["ldlm/latent_encoder/blocks/attn/qkv.md"]
+    assert "**in:** $\\mathrm{ids}$ [B batch, T positions]<br>" in ldlm_files["ldlm/frozen_lm/index.md"]
 
 
 def test_tuple_dict_outputs_and_expressions():
@@ -208,7 +212,8 @@ def test_input_flag(capsys):
     assert main(["describe", fixture_spec("two_layer_mlp"), "--json", "--input", "x:float32[B,3]"]) == 0
     data = json.loads(capsys.readouterr().out)
     first = {c["id"]: c for c in data["components"]}["0"]
-    assert first["inputs"] == [{"name": "input", "shape": [{"symbol": "B", "name": "batch"}, 3], "dtype": "float32"}]
+    assert first["inputs"] == [{"name": "input", "shape": [{"symbol": "B", "name": "batch"}, 3], "dtype": "float32",
+                                "symbol": ["ident", "x"]}]     # the x of the Linear's own equations
     assert first["outputs"][0]["shape"] == [{"symbol": "B", "name": "batch"}, 5]
 
 
@@ -225,9 +230,9 @@ def test_symbols_of_the_users_own_are_printed_once_and_listed(tmp_path, capsys):
     assert message["inputs"][0]["shape"] == [{"symbol": "E", "name": ""}, 16]
     assert main(["build", fixture_spec("message_passing"), "--docs", str(tmp_path), *args]) == 0
     home = (tmp_path / "messagepassing" / "index.md").read_text()
-    assert "`x` [N, 8] · `edge_index` [2, E]" in home and "Symbols: N, E;" in home
-    assert "`output` [N, 8]" in home and "N N" not in home
-    assert "`input` [E, 16]" in (tmp_path / "messagepassing" / "message.md").read_text()
+    assert r"$x$ [N, 8] · $\mathrm{edge}_{\mathrm{index}}$ [2, E]" in home and "Symbols: N, E;" in home
+    assert "$y$ [N, 8]" in home and "N N" not in home
+    assert "$x$ [E, 16]" in (tmp_path / "messagepassing" / "message.md").read_text()
 
 
 def test_bad_input_flag(capsys):

@@ -134,7 +134,7 @@ def test_plugin_takes_per_model_inputs_and_checkpoints(tmp_path):
     code, log = mkdocs_build(tmp_path, "--strict")
     assert code == 0, log[-2000:]
     page = (tmp_path / "docs" / "sequential" / "0.md").read_text()
-    assert "**in:** `input` [B batch, 3]" in page
+    assert "**in:** $x$ [B batch, 3]" in page
     html = (tmp_path / "site" / "sequential" / "0" / "index.html").read_text()
     assert 'class="katex"' in html
     page = (tmp_path / "docs" / "gpt-2" / "transformer" / "h" / "index.md").read_text()
