@@ -10,6 +10,7 @@ from atlas.document import calculation
 from atlas.document.input_specs import dim_words, parse_input
 from atlas.i18n import msg, msgn
 from atlas.render import repeat_words
+from atlas.render.size_filters import SIZE_FILTERS
 from atlas.render.view_filters import VIEW_FILTERS
 
 # html.escape's replacements, without importing html: its entity tables (0.35 MB) are more than `describe` needs
@@ -340,7 +341,7 @@ def _at_reference(expr: str, reference: tuple[tuple[str, int], ...]) -> float:
     return float(e.subs({sympy.Symbol(k): v for k, v in reference}))
 
 
-FILTERS = VIEW_FILTERS | {
+FILTERS = VIEW_FILTERS | SIZE_FILTERS | {
     "percent": i18n.percent,
     "cost_tex": cost_tex,
     "si": si,

@@ -20,4 +20,10 @@ def section_end(steps, i: int) -> int:
     return end + 1
 
 
-VIEW_FILTERS = {"step_numbers": step_numbers, "section_end": section_end}
+def child_steps(steps) -> dict:
+    """{key of the value a step defines: the children it calls}: in the paper view, a child's computation is one
+    line that names it (RMSNorm_γ(x) of `input_layernorm`), which the code's view can point to."""
+    return {st.defines: st.links for st in steps if st.defines and st.links}
+
+
+VIEW_FILTERS = {"step_numbers": step_numbers, "section_end": section_end, "child_steps": child_steps}

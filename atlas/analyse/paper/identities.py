@@ -17,7 +17,20 @@ from atlas.analyse.equations import ops_nn as n
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.lowering_context import same_size
 from atlas.analyse.equations.nodes import ATOM, Node, Num, SizeOf, Sym
-from atlas.analyse.equations.notation import Equation, Fenced, Glyph, Ident, Number, Script, Word, applied, op, row, sub, sup
+from atlas.analyse.equations.notation import (
+    Equation,
+    Fenced,
+    Glyph,
+    Ident,
+    Number,
+    Script,
+    Word,
+    applied,
+    op,
+    row,
+    sub,
+    sup,
+)
 from atlas.analyse.paper.graph import Graph
 from atlas.i18n import msg
 

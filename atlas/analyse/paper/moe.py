@@ -213,6 +213,10 @@ def name_roles(g: Graph) -> None:
         g.name_as(w, Ident("w"))
         g.name_as(idx, Ident("i"))
         g.name_as(Sym(key), Ident("y"))
+        # shown first: the router's choice of experts, then the weighted sum of their networks
+        chosen = [k for k in g.order if isinstance(bare(g.nodes[k], g), TopK)]
+        if not g.prog.headline:             # a block's residual structure, where it has one, comes first
+            g.prog.headline = chosen[-1:] + [key]
 
 
 def _int(node):

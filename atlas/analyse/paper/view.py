@@ -23,7 +23,7 @@ PASSES = (
 
 
 # Names roles give, once every idiom is recognized: W_Q and γ_K of an attention, W_up of an MLP, Δ_attn of a block.
-NAMERS = (attention.name_roles, moe.name_roles, mlp.name_roles, blocks.name_roles)
+NAMERS = (attention.name_roles, mlp.name_roles, blocks.name_roles, moe.name_roles)
 
 
 @dataclass
