@@ -45,6 +45,11 @@ class Attention(Node):
         repeated = lambda x: applied(op("repeat"), p.print(x), subscript=digits(str(groups)))  # noqa: E731
         kt = sup(p.base(k) if groups == 1 else Group(repeated(k)), Word("T", "sans"))
         vv = p.wrap(v, ATOM) if groups == 1 else repeated(v)
+        return self.softmax_of(p, q, kt, vv, mask)
+
+    def softmax_of(self, p, q, kt, vv, mask):
+        """softmax(q kᵀ/√d + M) v, the keys and values as the caller prints them."""
+        m = self.meta
         head = m["head"]
         if m.get("scale") is None or (isinstance(head, int) and head > 0 and abs(m["scale"] - head ** -0.5) < 1e-12):
             logits = Frac(row(p.print(q), THIN, kt), Root(p.print(SizeOf(head))))

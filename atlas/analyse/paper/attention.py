@@ -17,25 +17,21 @@ from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations import ops_reduce as red
 from atlas.analyse.equations import ops_tensor as t
 from atlas.analyse.equations.lowering_context import same_size
-from atlas.analyse.equations.nodes import ADD, Node, Num
+from atlas.analyse.equations.nodes import ATOM, Node, Num
 from atlas.analyse.equations.notation import (
-    THIN,
     Equation,
     Fenced,
-    Frac,
     Glyph,
     Ident,
     Number,
-    Ref,
     Word,
     applied,
-    op,
     row,
     sup,
 )
-from atlas.analyse.equations.notation import Sqrt as Root
 from atlas.analyse.equations.ops_nn import Attention
 from atlas.analyse.paper.graph import Graph
+from atlas.analyse.paper.identities import AsOperand, Broadcast
 from atlas.analyse.paper.match import bare, number, pair, site
 from atlas.document import Idiom
 from atlas.i18n import msg
@@ -49,21 +45,7 @@ class Attend(Attention):
 
     def notation(self, p):
         q, k, v, mask = self.args
-        m_ = self.meta
-        kt = sup(p.base(k), Word("T", "sans"))
-        head = m_["head"]
-        if m_.get("scale") is None or (isinstance(head, int) and head > 0
-                                        and abs(m_["scale"] - head ** -0.5) < 1e-12):
-            logits = Frac(row(p.print(q), THIN, kt), Root(p.print(Num(head))))
-        elif m_["scale"] == 1:
-            logits = row(p.print(q), THIN, kt)
-        else:
-            logits = row(p.print(Num(m_["scale"])), THIN, p.print(q), THIN, kt)
-        if mask is not None and not (isinstance(mask, Num) and mask.value is None):
-            logits = row(logits, Glyph("+"), p.wrap(mask, ADD))
-        if m_.get("causal"):
-            logits = row(logits, Glyph("+"), Ref("c.causal"))
-        return row(applied(op("softmax"), logits, size="Big"), THIN, p.wrap(v, 1000))
+        return self.softmax_of(p, q, sup(p.base(k), Word("T", "sans")), p.wrap(v, ATOM), mask)
 
     def definition(self, p):
         groups = self.meta.get("groups", 1)
@@ -100,7 +82,6 @@ class Attend(Attention):
 def repeated_heads(node, g: Graph):
     """reshape(expand(unsqueeze(x, 2), (B, h_kv, n, S, d)), (B, h_kv·n, S, d)): each key/value head n times, as
     Repeat(x, n) on the heads axis."""
-    from atlas.analyse.paper.identities import Broadcast
     if not isinstance(node, t.Reshape):
         return None
     inner = node.args[0]
@@ -119,19 +100,12 @@ def repeated_heads(node, g: Graph):
     return t.Repeat(unsq.args[0], times=n, dim=1)
 
 
-class SharedHeads(Node):
+class SharedHeads(AsOperand):
     """Key or value heads each shared by `times` query heads (grouped-query attention): printed as the heads
     themselves, run as each repeated in place."""
 
     paper = True
-
-    def notation(self, p):
-        return p.print(self.args[0])
-
-    @property
-    def prec(self):
-        x = self.args[0]
-        return x.prec if isinstance(x, Node) else 1000
+    transparent = False             # its own step: the heads as the attention reads them
 
     def definition(self, p):
         times = self.meta["times"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations.nodes import Node, Sym
+from atlas.analyse.equations.notation import Script, op, rm
 from atlas.analyse.equations.ops_nn import Call, Loop
 from atlas.analyse.equations.symbols import name_of
 from atlas.analyse.paper.attention import Attend
@@ -90,6 +91,15 @@ def _readers(key: str, g: Graph) -> int:
     return count
 
 
+def _name_norm_module(module: Sym, kind: str, g: Graph) -> None:
+    """LayerNorm_attn and LayerNorm_mlp where the block calls two modules of one class: named by the branch each
+    normalizes around, not by attributes (BERT's two `LayerNorm`s); one alone keeps its class's name."""
+    sym = g.symbol(module)
+    alike = [s for s in g.prog.symbols.values() if s.kind == "module" and s.base == sym.base]
+    if len(alike) > 1:
+        g.name_as(module, Script(op(str(sym.base)), sub=rm(kind)))
+
+
 def _norm_call(node, g: Graph) -> bool:
     """A call of a child module that normalizes (nn.LayerNorm, nn.RMSNorm), on one argument."""
     if not isinstance(node, Call) or not isinstance(node.args[0], Sym) or len(node.args[1]) != 1:
@@ -132,6 +142,9 @@ def name_roles(g: Graph) -> None:
                 g.name_as(branch, name_of(f"delta_{kind}"))
             if isinstance(pre, _NORMS) and pre.args[1] is not None:
                 g.name_as(pre.args[1], gain_name(kind))
+            for norm in (pre, post):
+                if norm is not None and _norm_call(norm, g):
+                    _name_norm_module(norm.args[0], kind, g)
         g.nodes[key].meta["recognized"] = Idiom("residual", (("branch", kind), ("placement", placement)),
                                                 *site(g.nodes[key]))
     if headline:

@@ -56,11 +56,9 @@ class Real(Node):
         return t.Cast.run(self, ev, x)
 
 
-class Broadcast(Node):
-    """An operand lined up with the other of an elementwise operation: printed as it is, run as the view
-    (unsqueeze at `dim`, or expand to the sizes in args[1])."""
+class AsOperand(Node):
+    """A node the math reads as its first operand (a view, a layout, heads shared in place): printed as it."""
 
-    idiom = None
     transparent = True
 
     def notation(self, p):
@@ -70,6 +68,13 @@ class Broadcast(Node):
     def prec(self):
         x = self.args[0]
         return x.prec if isinstance(x, Node) else ATOM
+
+
+class Broadcast(AsOperand):
+    """An operand lined up with the other of an elementwise operation: printed as it is, run as the view
+    (unsqueeze at `dim`, or expand to the sizes in args[1])."""
+
+    idiom = None
 
     def run(self, ev, x, sizes):
         return x.unsqueeze(self.meta["dim"]) if sizes is None else x.expand(*sizes)
@@ -222,21 +227,12 @@ def last_two_axes(node, g: Graph):
     return None
 
 
-class Channels(Node):
+class Channels(AsOperand):
     """A grid's channels moved to the last axis (x.permute(0, 2, 3, 1)), or back (permute(0, 3, 1, 2)): the same
     values, the maps between reading each position's channels as its features. Printed as its operand; the notation
     says where the channels go."""
 
     paper = True
-    transparent = True
-
-    def notation(self, p):
-        return p.print(self.args[0])
-
-    @property
-    def prec(self):
-        x = self.args[0]
-        return x.prec if isinstance(x, Node) else ATOM
 
     def definition(self, p):
         if not self.meta["last"]:
