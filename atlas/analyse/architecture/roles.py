@@ -52,7 +52,26 @@ def with_roles(model, doc: ModelDoc) -> ModelDoc:
             titled.add(comp.id)
             changes.update(name=title, name_is_prose=True)
         out.append(replace(comp, **changes) if changes else comp)
-    return replace(doc, components=tuple(out))
+    renamed = {c.id: (old.name, c.name) for c, old in zip(out, doc.components) if c.name != old.name}
+    return replace(doc, components=tuple(_sections_renamed(c, out, renamed) for c in out))
+
+
+def _sections_renamed(comp, comps, renamed: dict):
+    """An ancestor's sections titled with a renamed child's old name, where no other part below it has that name."""
+    eq = comp.equations
+    if eq is None or not renamed:
+        return comp
+    below = [c for c in comps if c.id.startswith(comp.id + ".") or (comp.id == "" and c.id)]
+    names = {}
+    for cid, (old, new) in renamed.items():
+        if any(c.id == cid for c in below) and sum(1 for c in below if c.name == old) == 0 and \
+                sum(1 for c in below if c.id != cid and renamed.get(c.id, (None,))[0] == old) == 0:
+            names[old] = new
+    if not names:
+        return comp
+    retitle = lambda steps: tuple(replace(st, section=names.get(st.section, st.section)) for st in steps)  # noqa: E731
+    paper = eq.paper if eq.paper is None else replace(eq.paper, steps=retitle(eq.paper.steps))
+    return replace(comp, equations=replace(eq, steps=retitle(eq.steps), paper=paper))
 
 
 def _role(kinds: set) -> str | None:
