@@ -69,17 +69,22 @@ class Attention(Node):
         if g > 1:
             k, v = k.repeat_interleave(g, dim=-3), v.repeat_interleave(g, dim=-3)
         scale = m["scale"] if m.get("scale") is not None else 1 / math.sqrt(q.shape[-1])
-        s = (q @ k.transpose(-2, -1)) * scale
-        if isinstance(mask, torch.Tensor):
-            s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
-        if m.get("causal"):
-            L, S = s.shape[-2], s.shape[-1]
-            s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
-        # a query whose every key is masked gets zeros, as scaled_dot_product_attention returns them (not 0/0)
-        top = s.amax(-1, keepdim=True)
-        e = torch.exp(s - torch.where(torch.isinf(top), torch.zeros_like(top), top))
-        total = e.sum(-1, keepdim=True)
-        return torch.where(total > 0, e / torch.where(total > 0, total, torch.ones_like(total)), 0.0) @ v
+        return masked_softmax((q @ k.transpose(-2, -1)) * scale, mask, m.get("causal")) @ v
+
+
+def masked_softmax(s, mask, causal: bool):
+    """softmax over the last axis of the scores s, a boolean mask keeping, a float one added, a causal one hiding
+    the later keys; a query whose every key is masked gets zeros, as scaled_dot_product_attention returns them
+    (not 0/0)."""
+    if isinstance(mask, torch.Tensor):
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    if causal:
+        L, S = s.shape[-2], s.shape[-1]
+        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+    top = s.amax(-1, keepdim=True)
+    e = torch.exp(s - torch.where(torch.isinf(top), torch.zeros_like(top), top))
+    total = e.sum(-1, keepdim=True)
+    return torch.where(total > 0, e / torch.where(total > 0, total, torch.ones_like(total)), 0.0)
 
 
 class MHAOp(Node):

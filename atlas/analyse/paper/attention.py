@@ -29,7 +29,7 @@ from atlas.analyse.equations.notation import (
     row,
     sup,
 )
-from atlas.analyse.equations.ops_nn import Attention
+from atlas.analyse.equations.ops_nn import Attention, masked_softmax
 from atlas.analyse.paper.graph import Graph
 from atlas.analyse.paper.identities import AsOperand, Broadcast
 from atlas.analyse.paper.match import bare, number, pair, site
@@ -65,17 +65,9 @@ class Attend(Attention):
         for h in range(q.shape[-3]):
             g = h // groups
             s = (q[..., h, :, :] @ k[..., g, :, :].transpose(-2, -1)) * scale
-            if isinstance(mask, torch.Tensor):
-                mh = mask[..., min(h, mask.shape[-3] - 1), :, :] if mask.dim() >= 3 else mask
-                s = s.masked_fill(~mh, float("-inf")) if mh.dtype == torch.bool else s + mh
-            if m_.get("causal"):
-                L, S = s.shape[-2], s.shape[-1]
-                s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
-            top = s.amax(-1, keepdim=True)
-            e = torch.exp(s - torch.where(torch.isinf(top), torch.zeros_like(top), top))
-            total = e.sum(-1, keepdim=True)
-            a = torch.where(total > 0, e / torch.where(total > 0, total, torch.ones_like(total)), 0.0)
-            heads.append(a @ v[..., g, :, :])
+            mh = mask[..., min(h, mask.shape[-3] - 1), :, :] if isinstance(mask, torch.Tensor) and mask.dim() >= 3 \
+                else mask
+            heads.append(masked_softmax(s, mh, m_.get("causal")) @ v[..., g, :, :])
         return torch.stack(heads, dim=-3)
 
 
