@@ -30,6 +30,10 @@ ACTIVATIONS = {
 }
 
 
+ACTIVATION_NAMES = {"gelu": "GELU", "gelu_tanh": "GELU (tanh)", "silu": "SiLU", "quick_gelu": "QuickGELU",
+                    "relu": "ReLU", "relu2": "ReLU²", "mish": "Mish"}
+
+
 def with_roles(model, doc: ModelDoc) -> ModelDoc:
     out, titled = [], set()
     for comp in doc.components:                     # parents first: the outermost of a nest takes the title
@@ -126,9 +130,11 @@ def _summary(idioms, role, kinds, learned: bool):
             name = {"swiglu": "SwiGLU", "geglu": "GeGLU", "reglu": "ReGLU"}[ffn.kind]
             return msg("A %(name)s feed-forward network: two projections to %(hidden)s features, one gated by the "
                        "other's activation, and a projection back.", name=name, hidden=hidden)
-        act = ffn.get("activation")
+        act = ACTIVATION_NAMES.get(ffn.get("activation"))
+        if act is None:
+            return None
         return msg("A feed-forward network: a projection to %(hidden)s features, the %(act)s activation, and a "
-                   "projection back.", hidden=hidden, act=str(act).upper() if act else "")
+                   "projection back.", hidden=hidden, act=act)
     residual = [i for i in idioms if i.kind == "residual"]
     if residual and len({i.get("placement") for i in residual}) == 1 and \
             {i.get("branch") for i in residual} <= {"attn", "mlp"}:
@@ -138,7 +144,7 @@ def _summary(idioms, role, kinds, learned: bool):
         return ACTIVATIONS[only.kind](only)
     if only is not None and only.kind in ("rmsnorm", "layernorm") and isinstance(only.get("eps"), float):
         return _norm(only)
-    if kinds == {"rope"}:
+    if kinds == {"rope"} and not learned:      # the angles alone: a table of buffers, no weights
         theta = by_kind["rope"].get("theta")
         return None if theta is None else msg("The angles of the rotary position embedding, θ = %(theta)s: the cosine "
                                               "and sine of each position times each inverse frequency.",
