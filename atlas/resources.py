@@ -1,5 +1,8 @@
 """Where the atlas's own files are, and which code is the atlas's own machinery rather than a model's.
 
+The templates and KaTeX lie inside the package in an installed wheel (setup.py copies them there at build time);
+in a clone of the repository, the templates are at its top and KaTeX is where `npm ci` puts it.
+
 The machinery is the stage packages and the top-level modules. Every other file is model code, the models
 shipped in atlas/zoo included: frames of model code are what the recorder reads names from and what errors name.
 """
@@ -13,8 +16,12 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 REPOSITORY = PACKAGE.parent
-TEMPLATES = REPOSITORY / "templates"
+TEMPLATES = PACKAGE / "templates" if (PACKAGE / "templates").is_dir() else REPOSITORY / "templates"
 REFERENCE_DATA = TEMPLATES / "reference"
+THEME = TEMPLATES / "theme"                 # the overrides of Material's templates that the plugin adds
+ASSETS = TEMPLATES / "assets"               # the pages' CSS and script, which the plugin adds to the site
+KATEX = (PACKAGE / "_vendor" / "katex" if (PACKAGE / "_vendor" / "katex").is_dir()
+         else REPOSITORY / "node_modules" / "katex" / "dist")
 STAGES = ("i18n", "document", "load", "extract", "analyse", "render", "site")
 
 _HERE = os.path.dirname(__file__)            # as code objects name their files: not resolved

@@ -124,8 +124,6 @@ def _build_site(work: Path, log: Path) -> None:
     work.mkdir()
     shutil.copytree(ROOT / "docs", work / "docs")
     shutil.copy(ROOT / "mkdocs.yml", work / "mkdocs.yml")
-    (work / "templates").symlink_to(ROOT / "templates")         # the theme overrides
-    (work / "node_modules").symlink_to(ROOT / "node_modules")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=work,
                           capture_output=True, text=True, env=env)

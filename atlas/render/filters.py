@@ -199,7 +199,7 @@ def math(formula, e) -> str:
 
 def symbol_names(e) -> str:
     """The page's symbols by hover key, each named in plain text, as JSON for a single-quoted HTML attribute: the
-    labels docs/assets/atlas.js gives the symbols it makes focusable ("Highlight every occurrence of Δ_attn")."""
+    labels templates/assets/atlas.js gives the symbols it makes focusable ("Highlight every occurrence of Δ_attn")."""
     import json
 
     from atlas.render.latex import latex

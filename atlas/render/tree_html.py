@@ -4,7 +4,7 @@ Each row is a name (linked) over its class, the instances, the parameters of one
 and the share of the model's trained parameters: a bar, or the word "frozen" where the component trains
 nothing ("tied" where what it holds is another component's, counted there). Nesting indents the name cell
 only, so the number columns line up down the whole tree; how
-the columns fold on a narrow screen is docs/assets/atlas.css's business. Class names may break
+the columns fold on a narrow screen is templates/assets/atlas.css's business. Class names may break
 between their words (GPT2 | Model), never inside one.
 """
 

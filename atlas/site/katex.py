@@ -1,5 +1,6 @@
-"""Math rendered to HTML at build time by KaTeX in node, so a LaTeX error fails the build
-instead of reaching a reader as red text, and pages need no math JavaScript at all."""
+"""Math rendered to HTML at build time by KaTeX, run in-process by an embedded V8 (mini-racer), so a LaTeX error
+fails the build instead of reaching a reader as red text, and pages need no math JavaScript at all. KaTeX is the
+copy the wheel carries (atlas.resources.KATEX): a project needs neither node nor npm."""
 
 from __future__ import annotations
 
@@ -7,15 +8,28 @@ import html
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from atlas.errors import AtlasError
+from atlas.resources import KATEX
 
-SCRIPT = Path(__file__).with_name("katex_render.js")
 # pymdownx.arithmatex (generic) wraps math as \[...\] in a div and \(...\) in a span; exclude_from_search marks it.
 BLOCK = re.compile(r'<div class="arithmatex"(?: data-search-exclude)?>\\\[(.*?)\\\]</div>', re.S)
 INLINE = re.compile(r'<span class="arithmatex"(?: data-search-exclude)?>\\\((.*?)\\\)</span>', re.S)
+# Only \htmlClass and \htmlData are trusted; strict about everything but the HTML extension, which carries the
+# stream classes and symbol keys. Pages carry role="math" and the LaTeX as aria-label instead of MathML.
+RENDER = r"""
+function atlasRender(tex, display) {
+  try {
+    return JSON.stringify({html: katex.renderToString(tex, {
+      displayMode: display, throwOnError: true, output: "html",
+      strict: function (code) { return code === "htmlExtension" ? "ignore" : "error"; },
+      trust: function (c) { return c.command === "\\htmlClass" || c.command === "\\htmlData"; }})});
+  } catch (err) {
+    return JSON.stringify({error: String(err && err.message ? err.message : err)});
+  }
+}
+"""
 
 
 def exclude_from_search(content: str) -> str:
@@ -32,23 +46,21 @@ def _readable(tex: str) -> str:
     return " ".join(strip_markup(tex, keep_streams=False).split())
 
 
-def katex_dist(root: Path) -> Path:
-    dist = root / "node_modules" / "katex" / "dist"
-    if not (dist / "katex.min.css").is_file():
-        raise AtlasError(f"KaTeX is not installed in {root / 'node_modules'}: run `npm ci` (make site does)")
-    return dist
+def katex_dist() -> Path:
+    if not (KATEX / "katex.min.js").is_file():
+        raise AtlasError(f"KaTeX is not in {KATEX}: a wheel built from the repository carries it; in a clone of "
+                         "the repository, run `npm ci` (make site does)")
+    return KATEX
 
 
 class Renderer:
-    """A long-lived node process; one request per equation."""
+    """One V8 context holding KaTeX; one call per equation."""
 
-    def __init__(self, root: Path) -> None:
-        katex_dist(root)
-        node = shutil.which("node")
-        if node is None:
-            raise AtlasError("node is not on PATH; it renders the pages' math with KaTeX")
-        self.proc = subprocess.Popen([node, str(SCRIPT)], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env={"NODE_PATH": str(root / "node_modules"), "PATH": "/usr/bin:/bin"})
+    def __init__(self) -> None:
+        from py_mini_racer import MiniRacer
+        self.context = MiniRacer()
+        self.context.eval((katex_dist() / "katex.min.js").read_text(encoding="utf-8"))
+        self.context.eval(RENDER)
         self.cache: dict[tuple[str, bool], str] = {}
 
     def render(self, tex: str, display: bool) -> str:
@@ -59,9 +71,7 @@ class Renderer:
         return self.cache[key]
 
     def _render(self, tex: str, display: bool) -> str:
-        self.proc.stdin.write(json.dumps({"tex": tex, "display": display}) + "\n")
-        self.proc.stdin.flush()
-        reply = json.loads(self.proc.stdout.readline())
+        reply = json.loads(self.context.call("atlasRender", tex, display))
         if "error" in reply:
             raise ValueError(reply["error"])
         return reply["html"]
@@ -82,14 +92,12 @@ class Renderer:
         return INLINE.sub(sub(False), content)
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=10)
+        self.context.close()
 
 
-def copy_assets(root: Path, site_dir: Path) -> None:
+def copy_assets(site_dir: Path) -> None:
     """KaTeX's CSS and its woff2 fonts into the built site (never committed to the repository)."""
-    dist = katex_dist(root)
+    dist = katex_dist()
     target = site_dir / "assets" / "katex"
     (target / "fonts").mkdir(parents=True, exist_ok=True)
     shutil.copy2(dist / "katex.min.css", target / "katex.min.css")

@@ -28,7 +28,7 @@ from atlas import i18n
 from atlas.errors import AtlasError
 from atlas.load import memory
 from atlas.load.settings import Settings, mkdocs_settings
-from atlas.site import builder, katex, search_index, search_text
+from atlas.site import builder, katex, search_index, search_text, site_setup
 
 log = logging.getLogger("mkdocs.plugins.atlas")
 
@@ -69,6 +69,10 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         self.serving = command == "serve"
 
     def on_config(self, config):
+        try:
+            site_setup.configure(config)
+        except AtlasError as exc:
+            raise PluginError(f"atlas: {exc}") from None
         i18n_plugin = config.plugins.get("i18n")
         if i18n_plugin is not None:
             # i18n's de-duplication drops a translated page's search entry when it reads as the default language's
@@ -103,9 +107,12 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
                 self.navs, self.sources = builder.navigation(generated), generated.sources
                 log.info("atlas: %d pages written, %d deleted, %d unchanged",
                          len(report.written), len(report.deleted), len(report.unchanged))
-            self.katex = self.katex or katex.Renderer(self._root(config))
+            self.katex = self.katex or katex.Renderer()
         except AtlasError as exc:
             raise PluginError(f"atlas: {exc}") from None
+
+    def on_files(self, files, config):
+        return site_setup.add_assets(files, config)
 
     def on_page_content(self, html, page, config, files):
         return katex.exclude_from_search(html)
@@ -134,7 +141,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
     on_page_context = CombinedEvent(_page_for_search, _page_whole)
 
     def _copy_katex(self, config):
-        katex.copy_assets(self._root(config), Path(config.site_dir))
+        katex.copy_assets(Path(config.site_dir))
 
     @event_priority(-200)       # after mkdocs-static-i18n (-100) has built every language and merged their entries
     def _split_search(self, config):
