@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 from conftest import FIXTURES, HASH_SEED, ROOT, SITE_SPECS, mkdocs_build
 
 
@@ -186,3 +187,32 @@ def test_serve_keeps_the_configured_permalinks(tmp_path):
     plugin.on_shutdown()
     page = (tmp_path / "docs" / "sequential" / "0.md").read_text()
     assert "https://atlas.example.org/sequential/0/" in page and "127.0.0.1" not in page
+
+
+def test_the_plugin_sets_up_what_the_pages_need(tmp_path):
+    """A mkdocs.yml naming only the theme and the plugin gets the extensions, the theme overrides and the assets;
+    an option that contradicts what the pages need is one line naming it."""
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import PluginError
+
+    from atlas.resources import THEME
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\ntheme: material\nplugins:\n  - atlas\n")
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+    from atlas.site import site_setup
+    site_setup.configure(config)
+    site_setup.configure(config)                        # once only, however often mkdocs configures
+    assert config.mdx_configs["pymdownx.arithmatex"] == {"generic": True}
+    assert config.markdown_extensions.count("pymdownx.tabbed") == 1
+    assert config.theme.dirs[0] == str(THEME) and config.theme.dirs.count(str(THEME)) == 1
+    assert config.extra_css == ["assets/katex/katex.min.css", "assets/atlas.css"]
+    assert [str(s) for s in config.extra_javascript] == ["assets/atlas.js"]
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\ntheme: material\nplugins:\n  - atlas\n"
+                                         "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: false\n")
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+    with pytest.raises(PluginError, match="the pages need `pymdownx.arithmatex` with `generic: true`, not false"):
+        config.plugins["atlas"].on_config(config)
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins:\n  - atlas\n")
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+    with pytest.raises(PluginError, match="written for the Material theme"):
+        config.plugins["atlas"].on_config(config)

@@ -1,0 +1,94 @@
+"""`atlas init [SPEC]`: the files a model repository needs for its pages, written into the working folder.
+
+    mkdocs.yml                      the atlas plugin naming the model, Material, one site per language
+    docs/index.md                   the home page
+    .github/workflows/atlas.yml     CI: install the repository's code and Model Atlas, `atlas check`,
+                                    `mkdocs build --strict`
+    .pre-commit-config.yaml         a local hook running `atlas check`
+
+No file is ever overwritten: when one exists, nothing is written and the error names it. The SPEC is loaded
+first (on the meta device), so a wrong one fails before any file is written.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import jinja2
+
+from atlas import i18n
+from atlas.errors import AtlasError
+from atlas.load.spec import DEFAULT_SPEC, load
+from atlas.resources import TEMPLATES
+
+FILES = {                           # written file -> its template in templates/init/
+    "mkdocs.yml": "mkdocs.yml.j2",
+    "docs/index.md": "index.md.j2",
+    ".github/workflows/atlas.yml": "atlas.yml.j2",
+    ".pre-commit-config.yaml": "pre-commit-config.yaml.j2",
+}
+
+
+def init(spec: str | None, folder: Path = Path(".")) -> list[str]:
+    """Write the files into `folder`; the paths written, in order."""
+    existing = [name for name in FILES if (folder / name).exists()]
+    if existing:
+        raise AtlasError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
+                         "`atlas init` never overwrites a file (move it aside or edit it by hand)")
+    spec = spec or DEFAULT_SPEC
+    load(spec)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES / "init")), keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined, autoescape=False)
+    context = {
+        "site_name": folder.resolve().name,
+        "repo_url": _repo_url(folder),
+        "spec": spec,
+        "languages": list(i18n.LANGUAGES.items()),
+        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        "install": _install_line(folder, spec),
+    }
+    for name, template in FILES.items():
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(env.get_template(template).render(context), encoding="utf-8")
+    return list(FILES)
+
+
+def _install_line(folder: Path, spec: str) -> str:
+    """What CI installs: the repository's own code (its package, or its requirements) and Model Atlas, with the
+    extra its SPEC needs, at the version that wrote the files."""
+    parts = []
+    if (folder / "pyproject.toml").is_file() or (folder / "setup.py").is_file():
+        parts.append("-e .")
+    elif (folder / "requirements.txt").is_file():
+        parts.append("-r requirements.txt")
+    extra = _extra(spec)
+    parts.append(f"'model-atlas{f'[{extra}]' if extra else ''}=={metadata.version('model-atlas')}'")
+    return " ".join(parts)
+
+
+def _repo_url(folder: Path) -> str | None:
+    """The repository's web address, from its `origin` remote, when that is an https or GitHub address."""
+    try:
+        url = subprocess.run(["git", "config", "--get", "remote.origin.url"], cwd=folder, capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if url.startswith("git@github.com:"):
+        url = "https://github.com/" + url.removeprefix("git@github.com:")
+    if not url.startswith("https://"):
+        return None
+    return url.removesuffix(".git")
+
+
+def _extra(spec: str) -> str | None:
+    """The extra of model-atlas that a SPEC's library comes with."""
+    kind = spec.partition(":")[0]
+    if kind in ("timm", "torchvision"):
+        return kind
+    if kind == "hf" or spec.endswith(".json") or Path(spec).is_dir():
+        return "transformers"
+    return None
