@@ -40,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="a checkpoint to reconcile with the code, without loading its weights: a .safetensors "
                              "file, a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained "
                              "directory")
-    spec_help = "'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module (default: the LDLM)"
+    spec_help = ("'package.module:callable' or 'path/to/file.py:callable' returning an nn.Module; a transformers "
+                 "config.json, or a save_pretrained folder (its checkpoint reconciled); 'hf:ORG/NAME' from the local "
+                 "Hugging Face cache (never downloaded); 'timm:NAME'; 'torchvision:NAME' (default: the LDLM)")
     b = sub.add_parser("build", parents=[common], help="generate pages into the docs folder, writing only what changed")
     b.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     b.add_argument("--docs", default="docs", help="docs folder (default: docs)")

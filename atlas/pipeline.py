@@ -88,8 +88,11 @@ def _quiet_runs():
 
 def document(loaded: Loaded, settings: Settings = Settings()) -> ModelDoc:
     """One loaded model through the stages: a checkpoint's listing (load), the record and the shapes (extract),
-    everything read off them (analyse). A wrong checkpoint path fails before the slow stages."""
+    everything read off them (analyse). A wrong checkpoint path fails before the slow stages. The checkpoint is the
+    one given, else the one the SPEC brings (a save_pretrained folder's)."""
     listing = None
+    if loaded.checkpoint and not settings.checkpoint:
+        settings = replace(settings, checkpoint=loaded.checkpoint)
     if settings.checkpoint:
         from atlas.load import checkpoint_listing
         checkpoint_listing.locate(settings.checkpoint, settings.base_dir)
@@ -108,7 +111,7 @@ def describe(spec: str = DEFAULT_SPEC, inputs: list[str] | None = None,
 
 def load_models(specs: list | None, settings: Settings = Settings()) -> list[tuple[object, Loaded, Settings]]:
     """(spec as given, the loaded model, its settings) for each spec: a string, or the mkdocs plugin's per-model
-    config (spec, inputs[, checkpoint])."""
+    config (spec, inputs[, checkpoint]). A model's checkpoint is the one given, else the one its SPEC brings."""
     out = []
     for given in specs or [DEFAULT_SPEC]:
         spec, own = given, settings
@@ -116,7 +119,10 @@ def load_models(specs: list | None, settings: Settings = Settings()) -> list[tup
             spec, inputs, *rest = given
             own = replace(settings, inputs=tuple(inputs) if inputs else settings.inputs,
                           checkpoint=(rest[0] if rest and rest[0] else settings.checkpoint))
-        out.append((given, load(spec), own))
+        loaded = load(spec)
+        if loaded.checkpoint and not own.checkpoint:
+            own = replace(own, checkpoint=loaded.checkpoint)
+        out.append((given, loaded, own))
     return out
 
 

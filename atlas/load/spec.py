@@ -1,4 +1,6 @@
-"""Load a model from a SPEC: "package.module:callable" or "path/to/file.py:callable".
+"""Load a model from a SPEC: "package.module:callable" or "path/to/file.py:callable"; or where a library keeps
+it: a config.json or a save_pretrained folder, hf:<org>/<name>, timm:<name>, torchvision:<name>
+(atlas.load.library_specs).
 
 The callable is called under the meta device, so constructors allocate no weights.
 """
@@ -10,29 +12,22 @@ import importlib
 import importlib.util
 import sys
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from atlas.errors import SpecError
-from atlas.load import buffer_values
+from atlas.load import library_specs
+from atlas.load.meta_build import Loaded, construct
 
 DEFAULT_SPEC = "atlas.zoo.ldlm:ldlm"
-
-
-@dataclass(frozen=True)
-class Loaded:
-    spec: str
-    model: nn.Module
-    source_file: str | None
 
 
 def parse(spec: str) -> tuple[str, str]:
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr or not attr.replace(".", "_").isidentifier():
-        raise SpecError(f"bad SPEC {spec!r}: expected 'package.module:callable' or 'path/to/file.py:callable'")
+        raise SpecError(f"bad SPEC {spec!r}: expected 'package.module:callable', 'path/to/file.py:callable', a "
+                        "config.json or a folder holding one, 'hf:<org>/<name>', 'timm:<name>' or 'torchvision:<name>'")
     return target, attr
 
 
@@ -71,7 +66,11 @@ def _last_frame(exc: BaseException) -> str:
 
 
 def load(spec: str, device: str = "meta") -> Loaded:
-    """Import the SPEC's module, call its factory under `device`, and check it returns an nn.Module."""
+    """Import the SPEC's module, call its factory under `device`, and check it returns an nn.Module; a SPEC naming
+    where a library keeps the model is built by that library (atlas.load.library_specs): `hf:org/name` holds a
+    colon too, so those are told apart first."""
+    if library_specs.claims(spec):
+        return library_specs.load(spec, device)
     target, attr = parse(spec)
     with _beside(target):
         return _load(spec, target, attr, device)
@@ -103,18 +102,14 @@ def _load(spec: str, target: str, attr: str, device: str) -> Loaded:
     if isinstance(factory, nn.Module):
         model = factory
     elif callable(factory):
-        watch = buffer_values.Watch()
         try:
-            with torch.device(device), watch:
-                model = factory()
+            model = construct(factory, device)
         except Exception as exc:
             raise SpecError(f"SPEC {spec!r}: {attr}() raised {_last_frame(exc)}") from None
     else:
         raise SpecError(f"SPEC {spec!r}: {attr} is a {type(factory).__name__}, not a callable")
     if not isinstance(model, nn.Module):
         raise SpecError(f"SPEC {spec!r}: {attr}() returned {type(model).__name__}, not a torch.nn.Module")
-    if callable(factory) and not isinstance(factory, nn.Module):
-        watch.keep(model)
     return Loaded(spec=display_spec(target, attr), model=model, source_file=getattr(module, "__file__", None))
 
 

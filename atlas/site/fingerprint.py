@@ -6,8 +6,9 @@ What goes in (`current`):
 - the versions of Python (major.minor), torch, transformers, sympy and jinja2;
 - the options: the specs, their inputs and checkpoints (a checkpoint by size and modification time), the
   memory budget, dims, site and repository URLs;
-- every Python file a model's classes come from, and its spec's module: by content, and by the revision and
-  uncommitted state that pages print.
+- every Python file a model's classes come from, and its spec's module (or config.json): by content, and by the
+  revision and uncommitted state that pages print;
+- the checkpoint a spec brings (a save_pretrained folder's), by the hash its pages cite.
 
 The store (`docs/.atlas-cache.json`; mkdocs skips dotfiles) keeps that fingerprint beside the SHA-256 of every
 generated file. A build or check is skipped only when the fingerprint is equal and every generated file on disk
@@ -96,9 +97,17 @@ def current(models: list, settings, templates: Path) -> dict:
         # a spec as the CLI gives it, or as the mkdocs plugin does (spec, inputs, checkpoint): one form for both
         "models": [{"spec": [spec, [], None] if isinstance(spec, str) else [spec[0], list(spec[1] or ()), *spec[2:]],
                     "sources": [_source_entry(f, settings.repo_url)
-                                for f in sources(loaded.model, loaded.source_file)]}
+                                for f in sources(loaded.model, loaded.source_file)],
+                    **({"checkpoint": _brought(loaded.checkpoint)} if loaded.checkpoint else {})}
                    for spec, loaded in models],
     }
+
+
+def _brought(checkpoint: str) -> str:
+    """The checkpoint a spec brings (a save_pretrained folder's), by the hash its pages cite: its header's, index's
+    or listing's; the weights are not read."""
+    from atlas.load.checkpoint_listing import read
+    return read(checkpoint).sha256
 
 
 def _load(docs: Path) -> dict | None:
