@@ -217,14 +217,16 @@ def test_the_crawls_open_every_english_page_and_the_spanish_ones_they_name(built
     models = sorted(site.glob("*/atlas.json"))
     components = {m.parent.name: len(json.loads(m.read_text())["components"]) for m in models}
     references = len(list((site / "reference").glob("*/index.html")))
-    assert len(models) == 7 and references >= 13 and (site / "reference" / "index.html").is_file()
-    # every component page of every model, every reference page, the reference index, the catalog and the home
+    guide = len(list((site / "guide").rglob("index.html")))      # the hand-written Guide (docs/guide/)
+    assert len(models) == 7 and references >= 13 and (site / "reference" / "index.html").is_file() and guide > 1
+    # every component page of every model, every reference page, the reference index, the catalog, the home and
+    # the guide's pages
     assert english == sorted(r for r in _pages(site) if not r.startswith("es/"))
-    assert len(english) == len(set(english)) == sum(components.values()) + references + 3
+    assert len(english) == len(set(english)) == sum(components.values()) + references + 3 + guide
     spanish = groups["es"]
     ldlm = json.loads((site / "ldlm" / "atlas.json").read_text())["components"]
     parents = {c["id"].rpartition(".")[0] for c in ldlm if c["id"]}
-    assert len(spanish) == len(parents) + references + 3 + len(models) - 1
+    assert len(spanish) == len(parents) + references + 3 + guide + len(models) - 1
     assert {f"es/{slug}/index.html" for slug in components} <= set(spanish)
 
 

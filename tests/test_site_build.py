@@ -153,8 +153,9 @@ def test_language_switch_links_pairs(built_site):
     import json
     components = sum(len(json.loads(m.read_text())["components"]) for m in site.glob("*/atlas.json"))
     references = len(list((site / "reference").glob("*/index.html")))
-    # the home, the catalog, every component page of the seven models, the reference pages and their index
-    assert len(english) == components + references + 3 and components == 221
+    guide = len(list((site / "guide").rglob("index.html")))      # the hand-written Guide, in English in both builds
+    # the home, the catalog, every component page of the seven models, the reference pages and their index, the guide
+    assert len(english) == components + references + 3 + guide and components == 221 and guide > 1
     for page in english:
         rel = page.relative_to(site)
         pair = site / "es" / rel
