@@ -85,6 +85,26 @@ def test_loaded_fields_show_no_path_of_this_machine(saved, monkeypatch):
     assert (config.spec, config.checkpoint) == ("config.json", None)
 
 
+def test_the_model_takes_the_configs_dtype_as_from_pretrained_does(tmp_path):
+    """A bfloat16 config builds bfloat16 parameters, which a bfloat16 checkpoint then matches; torch's default
+    dtype is float32 again after."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2,
+                                                      "vocab_size": 64, "n_positions": 16, "dtype": "bfloat16"}))
+    loaded = load(str(tmp_path / "config.json"))
+    assert type(loaded.model).__name__ == "GPT2Model"          # no `architectures`: AutoModel
+    assert {p.dtype for p in loaded.model.parameters()} == {torch.bfloat16}
+    assert torch.get_default_dtype() == torch.float32
+
+
+def test_a_config_that_needs_its_own_code_is_refused_without_a_prompt(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mystery", "auto_map": {
+        "AutoConfig": "configuration_mystery.MysteryConfig", "AutoModel": "modeling_mystery.MysteryModel"}}))
+    with pytest.raises(SpecError, match=re.escape("config.json names code of its own (configuration_mystery."
+                                                  "MysteryConfig, modeling_mystery.MysteryModel), which the atlas "
+                                                  "does not run")):
+        load(str(tmp_path / "config.json"))
+
+
 def test_an_explicit_checkpoint_wins_over_the_folders(saved, monkeypatch):
     root, _ = saved
     monkeypatch.chdir(root)

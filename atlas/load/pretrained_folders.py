@@ -58,8 +58,8 @@ def from_hub_cache(spec: str, repo: str, device: str) -> Loaded:
     found = hub.try_to_load_from_cache(repo, CONFIG, cache_dir=cache)
     if not isinstance(found, str):
         held = (cache / f"models--{repo.replace('/', '--')}").is_dir()
-        raise SpecError(f"SPEC {spec!r}: the local Hugging Face cache {cache} "
-                        f"{'holds no config.json of' if held else 'does not hold'} {repo}; the atlas never downloads: "
+        what = f"holds no config.json of {repo} at refs/main" if held else f"does not hold {repo}"
+        raise SpecError(f"SPEC {spec!r}: the local Hugging Face cache {cache} {what}; the atlas never downloads: "
                         f"fetch it first (hf download {repo})")
     config = Path(found)
     model = from_config(spec, config, device)
@@ -70,8 +70,14 @@ def from_hub_cache(spec: str, repo: str, device: str) -> Loaded:
 def from_config(spec: str, config_file: Path, device: str):
     transformers = library("transformers", spec)
     try:
-        config = transformers.AutoConfig.from_pretrained(str(config_file), local_files_only=True)
+        config = transformers.AutoConfig.from_pretrained(str(config_file), local_files_only=True,
+                                                         trust_remote_code=False)
     except Exception as exc:
+        own = _own_code(config_file)
+        if own:
+            raise SpecError(f"SPEC {spec!r}: {config_file.name} names code of its own ({own}), which the atlas does "
+                            "not run from a config: give a 'path/to/file.py:callable' SPEC that builds the model "
+                            "with that code") from None
         raise SpecError(f"SPEC {spec!r}: transformers cannot read {config_file.name}: {where(exc)}") from None
     factory, call = _factory(spec, transformers, config)
     with _default_dtype(config):
@@ -89,7 +95,17 @@ def _factory(spec: str, transformers, config) -> tuple:
             raise SpecError(f"SPEC {spec!r}: transformers cannot provide {name}: {where(exc)}") from None
         if usable:
             return (lambda: cls._from_config(config)), f"transformers.{name}"
-    return (lambda: transformers.AutoModel.from_config(config)), "transformers.AutoModel.from_config"
+    return (lambda: transformers.AutoModel.from_config(config, trust_remote_code=False)), \
+        "transformers.AutoModel.from_config"
+
+
+def _own_code(config_file: Path) -> str:
+    """The classes a config's `auto_map` names in its repository's own code (remote code), joined; "" for none."""
+    try:
+        auto_map = json.loads(config_file.read_text()).get("auto_map")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return ", ".join(sorted({str(v) for v in auto_map.values()})) if isinstance(auto_map, dict) else ""
 
 
 @contextlib.contextmanager
