@@ -16,7 +16,7 @@ from pathlib import Path
 
 from atlas.errors import SpecError
 from atlas.load import pretrained_folders
-from atlas.load.meta_build import Loaded, built, library
+from atlas.load.meta_build import EXTRAS, Loaded, built, library
 
 PREFIXES = ("hf:", "timm:", "torchvision:")
 
@@ -27,6 +27,14 @@ def claims(spec: str) -> bool:
     if spec.startswith(PREFIXES):
         return True
     return ":" not in spec and (spec.endswith(".json") or "/" in spec or Path(spec).is_dir())
+
+
+def extra(spec: str) -> str | None:
+    """The extra of model-atlas that installs the library a SPEC needs; None for a SPEC of the user's own code."""
+    if not claims(spec):
+        return None
+    prefix = spec.partition(":")[0]
+    return EXTRAS[prefix if prefix in ("timm", "torchvision") else "transformers"]
 
 
 def load(spec: str, device: str = "meta") -> Loaded:

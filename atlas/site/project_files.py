@@ -21,6 +21,7 @@ import jinja2
 
 from atlas import i18n
 from atlas.errors import AtlasError
+from atlas.load import library_specs
 from atlas.load.spec import DEFAULT_SPEC, load
 from atlas.resources import TEMPLATES
 
@@ -65,7 +66,7 @@ def _install_line(folder: Path, spec: str) -> str:
         parts.append("-e .")
     elif (folder / "requirements.txt").is_file():
         parts.append("-r requirements.txt")
-    extra = _extra(spec)
+    extra = library_specs.extra(spec)
     parts.append(f"'model-atlas{f'[{extra}]' if extra else ''}=={metadata.version('model-atlas')}'")
     return " ".join(parts)
 
@@ -83,12 +84,3 @@ def _repo_url(folder: Path) -> str | None:
         return None
     return url.removesuffix(".git")
 
-
-def _extra(spec: str) -> str | None:
-    """The extra of model-atlas that a SPEC's library comes with."""
-    kind = spec.partition(":")[0]
-    if kind in ("timm", "torchvision"):
-        return kind
-    if kind == "hf" or spec.endswith(".json") or Path(spec).is_dir():
-        return "transformers"
-    return None
