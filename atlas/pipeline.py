@@ -2,7 +2,8 @@
 
     document(loaded)        one model: its components, shapes, equations, costs, provenance
     generate(models)        every model's document, the reference pages of the torch.nn classes they use, and
-                            every page rendered, in memory
+                            every page rendered, in memory; the site-wide pages (reference, catalog) list the other
+                            models given too, those the docs folder documents already
 
 Writing the pages into a docs folder is the site stage's (atlas.site.builder). What only some models need (the
 probes of a model whose symbolic run fails or that has lazy modules, the builders of recurrent and composite
@@ -34,9 +35,10 @@ log = logging.getLogger("atlas")
 
 @dataclass
 class Generated:
-    docs: list[ModelDoc]
+    docs: list[ModelDoc]                # this run's models, in the order given
     files: dict[str, str]
     refs: list = None                   # atlas.analyse.reference.class_pages.ReferencePage, one per class used
+    site: list[ModelDoc] = ()           # every model the site-wide pages list, as read back from its JSON, by slug
     sources: list[str] = ()             # the model code's files, for `mkdocs serve` to watch
     fingerprint: dict | None = None     # of everything the files are made from (atlas.site.fingerprint)
 
@@ -126,8 +128,10 @@ def load_models(specs: list | None, settings: Settings = Settings()) -> list[tup
     return out
 
 
-def generate(models: list[tuple[object, Loaded, Settings]], settings: Settings = Settings()) -> Generated:
-    """Every model documented, and every page rendered, in memory: nothing is written."""
+def generate(models: list[tuple[object, Loaded, Settings]], settings: Settings = Settings(),
+             others: list[ModelDoc] = ()) -> Generated:
+    """Every model documented, and every page rendered, in memory: nothing is written. `others`: the models the
+    docs folder documents already, which the site-wide pages list too (see assemble)."""
     docs = []
     for _, loaded, own in models:
         doc = document(loaded, own)
@@ -135,15 +139,22 @@ def generate(models: list[tuple[object, Loaded, Settings]], settings: Settings =
         if any(d.slug == doc.slug for d in docs):
             raise AtlasError(f"two models are both named {doc.name!r}; their pages would collide")
         docs.append(doc)
-    return assemble(docs, [(given, loaded) for given, loaded, _ in models], settings)
+    return assemble(docs, settings, others)
 
 
-def assemble(docs: list[ModelDoc], loaded_models: list, settings: Settings = Settings()) -> Generated:
-    """The pages of documented models: theirs, the reference pages of the torch.nn classes they use, the catalog.
-    `loaded_models` pairs each doc's spec as given with its loaded model."""
+def assemble(docs: list[ModelDoc], settings: Settings = Settings(), others: list[ModelDoc] = ()) -> Generated:
+    """The pages of documented models, and the site-wide pages: the reference pages of the torch.nn classes used
+    and their index, the catalog. Those list the whole site: `docs` and `others` (models documented before, read
+    back from their JSON), every one as its JSON reads back and in slug order, so that they are the same pages
+    whichever models a run names and in whatever order."""
     from atlas.render import model_pages, reference_pages
+    ours = {d.slug for d in docs}
+    twice = sorted(ours & {d.slug for d in others})
+    if twice:
+        raise AtlasError(f"{twice[0]} is both documented in this run and one of the other models given")
+    site = sorted([_read_back(d) for d in docs] + list(others), key=lambda d: d.slug)
     with progress.stage("reference") as bar:
-        refs, index = references(docs, [loaded.model for _, loaded in loaded_models])
+        refs, index = references(site)
         bar.update()
     by_class = {r.qualname: r.slug for r in refs}
     env = model_pages.environment()
@@ -151,17 +162,24 @@ def assemble(docs: list[ModelDoc], loaded_models: list, settings: Settings = Set
     with progress.stage("render") as bar:
         for doc in docs:
             files.update(model_pages.render(doc, env, settings.site_url, settings.site_name, by_class))
-        files.update(reference_pages.render(refs, index, docs, env))
-        files.update(model_pages.render_catalog(docs, env))
+        files.update(reference_pages.render(refs, index, site, env))
+        files.update(model_pages.render_catalog(site, env))
         bar.update()
-    return Generated(docs, files, refs)
+    return Generated(docs, files, refs, site)
 
 
-def references(docs: list[ModelDoc], models: list) -> tuple[list, object]:
+def _read_back(doc: ModelDoc) -> ModelDoc:
+    """The document as its JSON (docs/<slug>/atlas.json) reads back: what a later run that does not name the model
+    makes the site-wide pages from."""
+    from atlas.document import serialize
+    return serialize.loads(serialize.dumps(serialize.as_dict(doc)))
+
+
+def references(docs: list[ModelDoc]) -> tuple[list, object]:
     """The reference pages of the torch.nn classes the models use (and their comparison tables name), and the
     cross-model index: each class's small instance documented as a one-component model."""
     from atlas.analyse.reference import class_pages, class_uses
-    used = class_uses.uses(list(zip(docs, models)))
+    used = class_uses.uses(docs)
     classes = class_pages.page_classes(used)
     slugs = {f"torch.nn.{c.__name__}": class_pages.slug(c) for c in classes}
     refs = [reference_page(c, used.get(c, []), slugs) for c in classes]

@@ -90,8 +90,7 @@ def ldlm_generated(ldlm_doc):
     """Everything `atlas build` generates for the LDLM alone (its pages, the reference pages of the torch.nn classes
     it uses, the catalog), assembled from the one LDLM doc of the run."""
     from atlas import pipeline
-    from atlas.load import spec
-    return pipeline.assemble([ldlm_doc], [(spec.DEFAULT_SPEC, spec.load(spec.DEFAULT_SPEC))])
+    return pipeline.assemble([ldlm_doc])
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ def models(ldlm_doc, gpt2):
 
 @pytest.fixture(scope="module")
 def built(models):
-    return pipeline.references([doc for doc, _ in models], [model for _, model in models])
+    return pipeline.references([doc for doc, _ in models])
 
 
 @pytest.fixture(scope="module")

@@ -109,8 +109,17 @@ def test_kinds_group_components_by_their_facts(documented):
 
 
 def test_uses_cover_subclasses_and_containers(documented):
+    """Recorded while the module is there, kept in the document: the uses read off a document read back from its
+    JSON, with no module, are the same."""
+    from atlas.document import serialize
+    from atlas.render import json_export
     doc, model = documented
-    uses = class_uses.uses([(doc, model)])
+    assert doc.class_uses == class_uses.record(model, doc)
+    assert [(u.cls, u.component, u.subclass) for u in doc.class_uses if u.subclass] == [
+        ("torch.nn.Embedding", "pos", "Positions")]
+    back = serialize.loads(serialize.dumps(json_export.as_dict(doc)))
+    assert back.class_uses == doc.class_uses and class_uses.uses([back]) == class_uses.uses([doc])
+    uses = class_uses.uses([back])
     (emb,) = uses[nn.Embedding]
     assert (emb.component, emb.subclass, emb.instances) == ("pos", "Positions", 1)
     (lst,) = uses[nn.ModuleList]

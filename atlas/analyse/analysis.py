@@ -1,8 +1,8 @@
 """The analyse stage: what the record and the code say about each component.
 
 costs (FLOPs, activation memory) -> equations, verified against forward() -> the traits a catalog compares and the
-data flow between children -> provenance: code excerpts and claims tied to lines -> a checkpoint reconciled with the
-code, when one is given.
+data flow between children -> provenance: code excerpts and claims tied to lines -> the torch.nn classes the modules
+are (for the reference pages) -> a checkpoint reconciled with the code, when one is given.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from atlas.analyse.cost.component_costs import with_costs
 from atlas.analyse.equations.derive import with_equations
 from atlas.analyse.equations.io_symbols import with_io_symbols
 from atlas.analyse.provenance.claims import with_provenance
+from atlas.analyse.reference import class_uses
 from atlas.document import ModelDoc
 from atlas.document import input_specs as inputs_mod
 from atlas.load.hooks import hooks_of
@@ -33,6 +34,7 @@ def analyse(model, doc: ModelDoc, trace, settings: Settings, listing=None) -> Mo
     with progress.stage("provenance") as bar:
         doc = with_provenance(model, doc, settings.repo_url)
         bar.update()
+    doc = replace(doc, class_uses=class_uses.record(model, doc))
     if listing is not None:
         from atlas.analyse import checkpoint_reconcile
         with progress.stage("checkpoint") as bar:

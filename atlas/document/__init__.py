@@ -38,7 +38,7 @@ from atlas.document.model import (
     calculation,
 )
 from atlas.document.sources import Claim, Excerpt, Source
-from atlas.document.structure import Architecture, Flow, FlowNode, Trait
+from atlas.document.structure import Architecture, ClassUse, Flow, FlowNode, Trait
 from atlas.document.tensor_shapes import Dim, Shapes, ShapeStatus, TensorShape
 
 __all__ = ["Tag", "ParamRow", "calculation", "CountedElsewhere", "BufferRow", "Component", "Totals", "ExpertLayers",
@@ -46,5 +46,5 @@ __all__ = ["Tag", "ParamRow", "calculation", "CountedElsewhere", "BufferRow", "C
            "DimNames", "ModelDoc", "Dim", "TensorShape", "ShapeStatus", "Shapes", "MathSymbol", "Step",
            "Verification", "EquationStatus", "Fact", "Idiom", "PaperView", "Equations", "Excerpt", "Source", "Claim",
            "Cost",
-           "CostSummary", "Trait", "Architecture", "FlowNode", "Flow", "Mismatch", "TiedCopy", "DtypeCount",
+           "CostSummary", "Trait", "Architecture", "ClassUse", "FlowNode", "Flow", "Mismatch", "TiedCopy", "DtypeCount",
            "ComponentCheck", "CheckpointReport", "WRAPPER", "map_name"]

@@ -13,7 +13,7 @@ from atlas.document.checkpoint_report import CheckpointReport
 from atlas.document.costs import Cost, CostSummary
 from atlas.document.equations import Equations
 from atlas.document.sources import Claim, Source
-from atlas.document.structure import Architecture, Flow
+from atlas.document.structure import Architecture, ClassUse, Flow
 from atlas.document.tensor_shapes import Shapes
 
 
@@ -192,6 +192,7 @@ class ModelDoc:
     cost: Cost | None = None                     # one forward of the whole model
     cost_summary: CostSummary | None = None
     architecture: Architecture | None = None     # what the catalog compares
+    class_uses: tuple[ClassUse, ...] = ()        # the torch.nn classes its modules are, in module order
     _index: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
     _paths: dict = field(default=None, init=False, repr=False, compare=False, hash=False)
 

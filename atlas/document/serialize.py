@@ -15,6 +15,7 @@ from atlas.document import (
     BufferRow,
     CheckpointReport,
     Claim,
+    ClassUse,
     Component,
     ComponentCheck,
     Cost,
@@ -244,6 +245,9 @@ def as_dict(doc: ModelDoc) -> dict:
             name: [{"value": t.value, "component": t.component, "source": t.source}
                    for t in getattr(doc.architecture, name)] for name in Architecture.FIELDS},
         "components": [component_dict(c) for c in doc.components],
+        "class_uses": [{"class": u.cls, "component": u.component, "instances": u.instances, "subclass": u.subclass,
+                        "attribute": u.attribute,
+                        "held": [{"component": cid, "instances": n} for cid, n in u.held]} for u in doc.class_uses],
     }
 
 
@@ -305,6 +309,9 @@ def from_dict(data: dict) -> ModelDoc:
         architecture=None if data.get("architecture") is None else Architecture(**{
             name: tuple(Trait(t["value"], t["component"], t["source"]) for t in data["architecture"][name])
             for name in Architecture.FIELDS}),
+        class_uses=tuple(ClassUse(u["class"], u["component"], u["instances"], u["subclass"], u["attribute"],
+                                  tuple((h["component"], h["instances"]) for h in u["held"]))
+                         for u in data["class_uses"]),
     )
 
 

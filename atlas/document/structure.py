@@ -53,3 +53,16 @@ class Flow:
 
     nodes: tuple[FlowNode, ...] = ()
     edges: tuple[tuple[int, int], ...] = ()     # (from node, to node), node indices, from < to
+
+
+@dataclass(frozen=True)
+class ClassUse:
+    """Modules of one torch.nn class at one component of a model, read off its module tree while the model was
+    there; the class by its name, so that a model read back from its JSON still says what it uses."""
+
+    cls: str                        # the torch.nn class, "torch.nn.Embedding"
+    component: str                  # the component's id; for a container, the component holding it
+    instances: int                  # modules of the class at this position, across the model
+    subclass: str | None = None     # the modules' own class name, when it derives from the torch.nn class
+    attribute: str | None = None    # a container's attribute on the component holding it: "blocks"
+    held: tuple[tuple[str, int], ...] = ()  # a container's contents: (component id, modules in each)

@@ -29,8 +29,11 @@ def url(doc: ModelDoc, comp: Component) -> str:
     return "/".join([doc.slug, *segments(comp.id)]) + "/"
 
 
+MODEL_JSON = "atlas.json"           # the model's JSON, in its folder
+
+
 def json_path(doc: ModelDoc) -> str:
-    return f"{doc.slug}/atlas.json"
+    return f"{doc.slug}/{MODEL_JSON}"
 
 
 def link(from_page: str, to_page: str) -> str:

@@ -8,7 +8,9 @@ What goes in (`current`):
   memory budget, dims, site and repository URLs;
 - every Python file a model's classes come from, and its spec's module (or config.json): by content, and by the
   revision and uncommitted state that pages print;
-- the checkpoint a spec brings (a save_pretrained folder's), by the hash its pages cite.
+- the checkpoint a spec brings (a save_pretrained folder's), by the hash its pages cite;
+- the JSON of every other model the docs folder documents (docs/<slug>/atlas.json), by content: the site-wide
+  pages (catalog, reference) list those models too.
 
 The store (`docs/.atlas-cache.json`; mkdocs skips dotfiles) keeps that fingerprint beside the SHA-256 of every
 generated file. A build or check is skipped only when the fingerprint is equal and every generated file on disk
@@ -86,8 +88,9 @@ def _options(settings) -> dict:
             "dim_bounds": [list(d) for d in settings.dim_bounds], "checkpoint": checkpoint}
 
 
-def current(models: list, settings, templates: Path) -> dict:
-    """The fingerprint of one generation: `models` are (spec as given, atlas.load.spec.Loaded)."""
+def current(models: list, settings, templates: Path, others: dict | None = None) -> dict:
+    """The fingerprint of one generation: `models` are (spec as given, atlas.load.spec.Loaded); `others`, the
+    other models the docs folder documents, {slug: SHA-256 of its atlas.json} (atlas.site.documented.hashes)."""
     return {
         "atlas": _tree(PACKAGE),
         "templates": _tree(templates),
@@ -100,6 +103,7 @@ def current(models: list, settings, templates: Path) -> dict:
                                 for f in sources(loaded.model, loaded.source_file)],
                     **({"checkpoint": _brought(loaded.checkpoint)} if loaded.checkpoint else {})}
                    for spec, loaded in models],
+        "others": dict(sorted((others or {}).items())),
     }
 
 

@@ -1,7 +1,8 @@
 """Which documented components use which torch.nn class, and which are attention or normalization.
 
 Read off two things only: each model's module tree (the class of every module, containers included, which the
-component tree folds away) and each ModelDoc's verified equations:
+component tree folds away), recorded in its ModelDoc while the module is there (`record`), and each ModelDoc's
+verified equations:
 - a torch.nn class is used by every module of that class or of a subclass (WhisperPositionalEmbedding is an
   Embedding); a module that is not a component of its own (a ModuleList) is listed at the component holding it;
 - an attention is a component whose verified equations split heads (the `heads` fact) and none of whose
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
-from atlas.document import ModelDoc
+from atlas.document import ClassUse, ModelDoc
+from atlas.errors import AtlasError
 from atlas.i18n import Text, msg
 
 
@@ -65,34 +68,50 @@ def torch_class(cls: type) -> type | None:
     return None
 
 
-def uses(models: list[tuple[ModelDoc, nn.Module]]) -> dict[type, list[Use]]:
-    """torch.nn class -> its uses, in model order then module order."""
+def record(model: nn.Module, doc: ModelDoc) -> tuple[ClassUse, ...]:
+    """The torch.nn classes of `model`'s modules at `doc`'s components, in module order: what the reference pages
+    need of the live module, kept in the document (its JSON too) so that a model read back from it has them."""
+    at = {p: c for c in doc.components for p in c.module_paths}
+    counts: dict[tuple, list] = {}
+    for path, module in model.named_modules():
+        base = torch_class(type(module))
+        if base is None:
+            continue
+        own = type(module).__name__ if type(module) is not base else None
+        if path in at:
+            counts.setdefault((base, at[path].id, None, own), [0, {}])[0] += 1
+            continue
+        owner, attribute = _owner(path, at)
+        if owner is None:
+            continue
+        entry = counts.setdefault((base, owner.id, attribute, own), [0, {}])
+        entry[0] += 1
+        for child_path, _ in module.named_children():
+            child = at.get(f"{path}.{child_path}" if path else child_path)
+            if child is not None:
+                entry[1][child.id] = entry[1].get(child.id, 0) + 1
+    return tuple(ClassUse(f"torch.nn.{base.__name__}", cid, n, own, attribute,
+                          tuple((h, round(k / n)) for h, k in held.items()))
+                 for (base, cid, attribute, own), (n, held) in counts.items())
+
+
+def resolve(name: str) -> type:
+    """The torch.nn class a use names ("torch.nn.Linear"); a name this torch does not have fails loudly."""
+    cls = getattr(nn, name.removeprefix("torch.nn."), None)
+    if not name.startswith("torch.nn.") or not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        raise AtlasError(f"{name} is no torch.nn module class in torch {torch.__version__}")
+    return cls
+
+
+def uses(docs: list[ModelDoc]) -> dict[type, list[Use]]:
+    """torch.nn class -> its uses, in model order then module order, read off each document's class uses."""
     out: dict[type, list[Use]] = {}
-    for doc, model in models:
-        at = {p: c for c in doc.components for p in c.module_paths}
-        counts: dict[tuple, list] = {}
-        for path, module in model.named_modules():
-            base = torch_class(type(module))
-            if base is None:
-                continue
-            own = type(module).__name__ if type(module) is not base else None
-            if path in at:
-                key = (base, at[path].id, None, own)
-                counts.setdefault(key, [0, {}])[0] += 1
-                continue
-            owner, attribute = _owner(path, at)
-            if owner is None:
-                continue
-            entry = counts.setdefault((base, owner.id, attribute, own), [0, {}])
-            entry[0] += 1
-            for child_path, _ in module.named_children():
-                child = at.get(f"{path}.{child_path}" if path else child_path)
-                if child is not None:
-                    entry[1][child.id] = entry[1].get(child.id, 0) + 1
-        for (base, cid, attribute, own), (n, held) in counts.items():
-            comp = doc.component(cid)
-            per = tuple((h, doc.component(h).name, round(k / n)) for h, k in held.items())
-            out.setdefault(base, []).append(Use(doc.name, doc.slug, cid, comp.name, n, own, attribute, per))
+    for doc in docs:
+        for u in doc.class_uses:
+            comp = doc.component(u.component)
+            held = tuple((cid, doc.component(cid).name, n) for cid, n in u.held)
+            out.setdefault(resolve(u.cls), []).append(
+                Use(doc.name, doc.slug, u.component, comp.name, u.instances, u.subclass, u.attribute, held))
     return out
 
 

@@ -1,0 +1,56 @@
+"""The models a docs folder documents already: each folder Model Atlas owns (its `.atlas` marker) that holds the
+model's JSON (atlas.json), read back as a ModelDoc (atlas.document.serialize).
+
+The site-wide pages (the catalog, the reference pages and their index, the nav) list them beside the models of a
+run; a run that does not name a model never writes, deletes or compares a file of its folder.
+
+    read(docs, skip)        the documents, by slug; the folders named in `skip` (the run's own models) left out
+    hashes(docs, skip)      the SHA-256 of each one's JSON, for the fingerprint (atlas.site.fingerprint)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from atlas.document import ModelDoc, serialize
+from atlas.errors import AtlasError
+from atlas.render.page_paths import MODEL_JSON
+from atlas.site.sync import MARKER
+
+
+def folders(docs: Path, skip: set[str] = frozenset()) -> list[Path]:
+    """The model folders of `docs` Model Atlas owns, by name, but those in `skip`."""
+    if not docs.is_dir():
+        return []
+    return sorted(p for p in docs.iterdir() if p.is_dir() and p.name not in skip and (p / MARKER).is_file()
+                  and (p / MODEL_JSON).is_file())
+
+
+def read(docs: Path, skip: set[str] = frozenset()) -> list[ModelDoc]:
+    """Every other model of the docs folder, by slug; a JSON that does not read back as this atlas writes it (one
+    an older atlas wrote) fails, naming the model to rebuild."""
+    out = []
+    for folder in folders(docs, skip):
+        path = folder / MODEL_JSON
+        data = None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            doc = serialize.from_dict(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            spec = data.get("spec") if isinstance(data, dict) else None
+            raise AtlasError(f"{path} does not read back as a model's document ({type(exc).__name__}: {exc}); the "
+                             f"site-wide pages list that model: rebuild it (`atlas build {spec or 'SPEC'} --docs "
+                             f"{docs}`) or remove its folder") from None
+        if doc.slug != folder.name:
+            raise AtlasError(f"{path} documents the model {doc.name!r}, whose folder is {doc.slug}/, not "
+                             f"{folder.name}/")
+        out.append(doc)
+    return out
+
+
+def hashes(docs: Path, skip: set[str] = frozenset()) -> dict[str, str]:
+    """{slug: SHA-256 of its atlas.json} of every other model of the docs folder."""
+    return {folder.name: hashlib.sha256((folder / MODEL_JSON).read_bytes()).hexdigest()
+            for folder in folders(docs, skip)}
