@@ -33,9 +33,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="fix a symbolic dim (T=64) or bound it (T>=400, T<=512); repeat for each")
     common.add_argument("--strict", action="store_true",
                         help="exit 1 when the model's own forward() does not run on the example inputs")
-    common.add_argument("--memory-budget", type=_gigabytes, default=memory.DEFAULT_BUDGET_GB, metavar="GB",
+    common.add_argument("--memory-budget", type=_gigabytes, metavar="GB",
                         help="largest instance materialized on the CPU to verify equations, its parameters and its "
-                             "largest tensor at the recorded sizes (default: 2)")
+                             "largest tensor at the recorded sizes (default: 2; for the models of mkdocs.yml, its "
+                             "atlas plugin's memory_budget)")
     common.add_argument("--checkpoint", metavar="PATH",
                         help="a checkpoint to reconcile with the code, without loading its weights: a .safetensors "
                              "file, a sharded *.index.json, a torch .pt/.bin state dict, or a save_pretrained "
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
     for sp in (b, c):
+        sp.add_argument("--mkdocs", default="mkdocs.yml", metavar="PATH",
+                        help="the mkdocs.yml whose site_url, repo_url and site_name the pages cite, and whose atlas "
+                             "plugin's models are built or checked when no SPEC is given (default: mkdocs.yml)")
         sp.add_argument("--no-cache", action="store_true",
                         help="generate in full even when the fingerprint stored in the docs folder says nothing "
                              "changed (a file the model's factory reads is not in the fingerprint)")
@@ -84,22 +88,35 @@ def _gigabytes(text: str) -> float:
     return value
 
 
-def _settings(args):
+def _models(args) -> tuple:
+    """A build's or check's models and settings: the SPECs given; with none, the atlas plugin's models in mkdocs.yml
+    (atlas.site.plugin_models, as the plugin reads them: its memory_budget, checkpoints from mkdocs.yml's folder);
+    without that plugin, the LDLM."""
+    from atlas.site import plugin_models
+    plugin = None if args.specs else plugin_models.read(args.mkdocs)
+    specs = args.specs or (plugin.specs if plugin is not None else [])
+    if args.checkpoint and len(specs) > 1:
+        raise AtlasError(f"--checkpoint belongs to one model: give one SPEC, not {len(specs)}"
+                         + ("" if args.specs else f" (the models of {args.mkdocs})"))
+    return specs or None, _settings(args, plugin)
+
+
+def _settings(args, plugin=None):
     from atlas.load.settings import Settings, mkdocs_settings
-    if args.checkpoint and len(getattr(args, "specs", ())) > 1:
-        raise AtlasError(f"--checkpoint belongs to one model: give one SPEC, not {len(args.specs)}")
     site = mkdocs_settings(getattr(args, "mkdocs", "mkdocs.yml"))
+    budget = args.memory_budget or (plugin.memory_budget if plugin is not None else memory.DEFAULT_BUDGET_GB)
     dims = args.dim or []
     bounds: dict = {}
     for kind, sym, size in dims:
         low, high = bounds.get(sym, (None, None))
         bounds[sym] = (size, high) if kind == "min" else (low, size) if kind == "max" else (low, high)
-    return Settings(tuple(args.input) if args.input else None, int(args.memory_budget * 1024**3),
+    return Settings(tuple(args.input) if args.input else None, int(budget * 1024**3),
                     site.get("site_url"), site.get("repo_url"), site.get("site_name", "Model Atlas"),
                     verify=getattr(args, "verify", True), checkpoint=args.checkpoint,
                     cost=not getattr(args, "no_cost", False),
                     fixed_dims=tuple((sym, size) for kind, sym, size in dims if kind == "fix"),
-                    dim_bounds=tuple((sym, lo, hi) for sym, (lo, hi) in bounds.items()))
+                    dim_bounds=tuple((sym, lo, hi) for sym, (lo, hi) in bounds.items()),
+                    base_dir=plugin.base_dir if plugin is not None else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,16 +260,17 @@ def _run(args) -> int:
                 print(_checkpoint_summary(doc))
         return code
     # a checkpoint and --strict judge the model, not the pages: their verdicts are never taken from the cache
-    if args.command in ("build", "check") and not (args.no_cache or args.checkpoint or args.strict):
+    specs, settings = _models(args)
+    if not (args.no_cache or args.checkpoint or args.strict):
         from atlas.site import builder
-        stored = builder.unchanged(args.specs, args.docs, _settings(args))
+        stored = builder.unchanged(specs, args.docs, settings)
         if stored is not None:
             print(f"atlas: {len(stored['files'])} generated files match {args.docs}/; nothing they are made from "
                   "changed since they were written (the fingerprint; --no-cache regenerates in full)")
             return EXIT_OK
     from atlas.site import builder
     if args.command == "build":
-        generated = builder.generate(args.specs, _settings(args), args.docs)
+        generated = builder.generate(specs, settings, args.docs)
         if _inputs_report(generated.docs, args.strict, bool(args.input)) != EXIT_OK:
             print("atlas: --strict: nothing written", file=sys.stderr)
             return EXIT_STALE
@@ -268,7 +286,7 @@ def _run(args) -> int:
             print(f"atlas: {names}: {len(report.written)} written, {len(report.deleted)} deleted, "
                   f"{len(report.unchanged)} unchanged in {args.docs}/")
         return EXIT_OK
-    generated, diffs = builder.check(args.specs, args.docs, _settings(args))
+    generated, diffs = builder.check(specs, args.docs, settings)
     strict = _inputs_report(generated.docs, args.strict, bool(args.input))
     problems = _checkpoint_problems(generated.docs)
     for line in problems:

@@ -28,7 +28,7 @@ from atlas import i18n
 from atlas.errors import AtlasError
 from atlas.load import memory
 from atlas.load.settings import Settings, mkdocs_settings
-from atlas.site import builder, katex, search_index, search_text, site_setup
+from atlas.site import builder, katex, plugin_models, search_index, search_text, site_setup
 
 log = logging.getLogger("mkdocs.plugins.atlas")
 
@@ -88,7 +88,6 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         return config
 
     def _generate(self, config) -> None:
-        specs = [(m.spec, tuple(m.inputs), m.checkpoint) for m in self.config.models] or None
         site_url = config.site_url or None
         if self.serving:    # serve puts its own address in site_url; permalinks keep the configured one
             site_url = mkdocs_settings(config.config_file_path).get("site_url")
@@ -97,6 +96,7 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
                                      site_name=config.site_name, base_dir=str(self._root(config)))
         self.user_nav = config.nav
         try:
+            specs = plugin_models.specs(self.config.models) or None         # as the CLI reads them from mkdocs.yml
             stored = builder.unchanged(specs, config.docs_dir, settings) if self.config.cache else None
             if stored is not None:
                 self.navs, self.sources = stored["nav"], stored["sources"]

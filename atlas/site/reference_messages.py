@@ -27,16 +27,9 @@ from atlas.resources import REPOSITORY
 def site_specs(config: Path = REPOSITORY / "mkdocs.yml") -> list[str]:
     """The model specs of the atlas plugin in an mkdocs.yml; the default model when it lists none."""
     from atlas.load.spec import DEFAULT_SPEC
-
-    class _Loader(yaml.SafeLoader):
-        pass
-    _Loader.add_multi_constructor("", lambda loader, suffix, node: None)    # !ENV and python tags: not needed here
-    text = yaml.load(config.read_text(), Loader=_Loader) if config.is_file() else {}
-    for plugin in (text or {}).get("plugins") or ():
-        if isinstance(plugin, dict) and "atlas" in plugin:
-            specs = [m["spec"] for m in ((plugin["atlas"] or {}).get("models") or ())]
-            return specs or [DEFAULT_SPEC]
-    return [DEFAULT_SPEC]
+    from atlas.site import plugin_models
+    found = plugin_models.read(config)
+    return [spec for spec, _, _ in found.specs] if found is not None and found.specs else [DEFAULT_SPEC]
 
 
 def zoo_specs() -> list[str]:
