@@ -64,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--verify", action="store_true",
                    help="also run every component's equations against forward() (build and check always do)")
     d.add_argument("--no-cost", action="store_true", help="leave out FLOPs and activation memory")
+    i = sub.add_parser("init", help="write mkdocs.yml, docs/index.md, a CI workflow and a pre-commit hook for a "
+                                    "model repository; never overwrites a file")
+    i.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
     return p
 
 
@@ -126,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     args = _parser().parse_args(argv)
+    if args.command == "init":
+        return _init(args.spec)
     if getattr(args, "verify", True):
         # checking equations materializes instance after instance: their memory is kept for the next one; a
         # describe without --verify runs on the meta device, materializes no instances, and keeps glibc's
@@ -147,6 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("atlas: interrupted; the docs folder is as it was before the last file move", file=sys.stderr)
         return 130
+
+
+def _init(spec: str | None) -> int:
+    from atlas.site import project_files
+    try:
+        written = project_files.init(spec)
+    except AtlasError as exc:
+        print(f"atlas: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"atlas: wrote {', '.join(written)}; next: `atlas build`, then `mkdocs build --strict`")
+    return EXIT_OK
 
 
 def _report(generated) -> None:
