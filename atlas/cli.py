@@ -279,7 +279,7 @@ def _run(args) -> int:
     specs, settings = _models(args)
     if not (args.no_cache or args.checkpoint or args.strict):
         from atlas.site import builder
-        stored = builder.unchanged(specs, args.docs, settings)
+        stored = builder.unchanged(specs, args.docs, settings, checkpoints_judged=args.command == "check")
         if stored is not None:
             print(f"atlas: {len(stored['files'])} generated files match {args.docs}/; nothing they are made from "
                   "changed since they were written (the fingerprint; --no-cache regenerates in full)")

@@ -190,10 +190,20 @@ def test_a_bare_build_and_check_take_the_models_of_mkdocs_yml(tmp_path, monkeypa
     assert _files(project / "docs") == built
     assert [next(iter(e)) for e in plugin.navs["en"]][:3] == ["Catalog", "GPT-2", "Sequential"]
     capsys.readouterr()
-    assert main(["check"]) == 0
+    assert main(["build"]) == 0
     assert SKIPPED in capsys.readouterr().out
-    assert main(["check", "--no-cache"]) == 0
+    assert main(["check"]) == 0                 # a check judges the checkpoint: never from the stored record
     assert "generated files match" in capsys.readouterr().out
+    # the checkpoint rewritten without one tensor, no code changed: the check says so, and so would a build
+    from safetensors.torch import load_file, save_file
+    weights = load_file(str(project / "ck" / "gpt2.safetensors"))
+    save_file({k: v for k, v in weights.items() if k != "transformer.ln_f.bias"}, str(project / "ck" / "gpt2.safetensors"))
+    assert main(["check"]) == 1
+    err = capsys.readouterr().err
+    assert "does not match GPT-2: 1 missing" in err and "  missing: transformer.ln_f.bias" in err
+    assert main(["build"]) == 0 and SKIPPED not in capsys.readouterr().out
+    save_model(tiny_gpt2(), str(project / "ck" / "gpt2.safetensors"))
+    assert main(["build"]) == 0
     # a SPEC given: that model only, and the other folder left alone
     shutil.rmtree(project / "docs" / "reference")
     assert main(["check", f"{FIXTURES}:two_layer_mlp", "--input", "x:float32[B,3]"]) == 1

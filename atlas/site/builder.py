@@ -64,10 +64,15 @@ def check(specs: list | None = None, docs_dir: str | Path = "docs",
     return generated, sync.compare(Path(docs_dir), generated.files, generated.folders)
 
 
-def unchanged(specs: list | None = None, docs_dir: str | Path = "docs", settings: Settings = Settings()) -> dict | None:
+def unchanged(specs: list | None = None, docs_dir: str | Path = "docs", settings: Settings = Settings(),
+              checkpoints_judged: bool = False) -> dict | None:
     """The stored record of the last build, when nothing its files are made from has changed since and every
-    file is as it wrote it (atlas.site.fingerprint); None when the pages must be generated."""
+    file is as it wrote it (atlas.site.fingerprint); None when the pages must be generated, and, where
+    `checkpoints_judged` (a check's exit status says whether each checkpoint matches its model), when a model has a
+    checkpoint: that verdict is never taken from the record."""
     models = pipeline.load_models(specs, settings)
+    if checkpoints_judged and any(fingerprint.model_checkpoint(given, m) for given, m, _ in models):
+        return None
     loaded = [(given, m) for given, m, _ in models]
     others = documented.hashes(Path(docs_dir), _slugs(models))
     stored = fingerprint.fresh(Path(docs_dir), fingerprint.current(loaded, settings, model_pages.templates_dir(),

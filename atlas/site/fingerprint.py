@@ -101,17 +101,25 @@ def current(models: list, settings, templates: Path, others: dict | None = None)
         "models": [{"spec": [spec, [], None] if isinstance(spec, str) else [spec[0], list(spec[1] or ()), *spec[2:]],
                     "sources": [_source_entry(f, settings.repo_url)
                                 for f in sources(loaded.model, loaded.source_file)],
-                    **({"checkpoint": _brought(loaded.checkpoint)} if loaded.checkpoint else {})}
+                    **({"checkpoint": _brought(checkpoint, settings.base_dir)}
+                       if (checkpoint := model_checkpoint(spec, loaded)) else {})}
                    for spec, loaded in models],
         "others": dict(sorted((others or {}).items())),
     }
 
 
-def _brought(checkpoint: str) -> str:
-    """The checkpoint a spec brings (a save_pretrained folder's), by the hash its pages cite: its header's, index's
-    or listing's; the weights are not read."""
+def model_checkpoint(spec, loaded) -> str | None:
+    """The checkpoint reconciled with one model: the mkdocs plugin's for that model, else the one its spec brings
+    (a save_pretrained folder's)."""
+    given = spec[2] if not isinstance(spec, str) and len(spec) > 2 else None
+    return given or loaded.checkpoint
+
+
+def _brought(checkpoint: str, base_dir: str | None) -> str:
+    """A model's checkpoint, by the hash its pages cite: its header's, index's or listing's; the weights are not
+    read."""
     from atlas.load.checkpoint_listing import read
-    return read(checkpoint).sha256
+    return read(checkpoint, base_dir).sha256
 
 
 def _load(docs: Path) -> dict | None:
