@@ -21,7 +21,7 @@ def test_init_writes_the_four_files_naming_the_spec(tmp_path, monkeypatch, capsy
     assert _written(tmp_path) == sorted(FILES + ["pyproject.toml"])
     assert capsys.readouterr().out.startswith(f"atlas: wrote {', '.join(FILES)};")
     config = yaml.safe_load((tmp_path / "mkdocs.yml").read_text())
-    assert config["site_name"] == tmp_path.name and config["theme"] == {"name": "material"}
+    assert config["site_name"] == tmp_path.name and config["theme"] == {"name": "material", "font": False}
     assert config["plugins"][1] == {"atlas": {"models": [{"spec": spec}]}}
     assert [lang["locale"] for lang in config["plugins"][2]["i18n"]["languages"]] == ["en", "es"]
     steps = yaml.safe_load((tmp_path / ".github/workflows/atlas.yml").read_text())["jobs"]["pages"]["steps"]
