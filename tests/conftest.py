@@ -195,3 +195,22 @@ def pytest_collection_modifyitems(config, items):
     if site:
         rest = [item for item in items if item not in site]
         items[:] = site[:1] + rest + site[1:]
+
+
+def two_model_project(folder: Path) -> None:
+    """A project whose mkdocs.yml names two models of the atlas plugin: one with example inputs of its own, one with
+    a checkpoint of its own (a path from mkdocs.yml's folder, written here); the Markdown extensions left to the
+    plugin."""
+    import torch
+    from fixtures.checkpoints import tiny_gpt2
+    from safetensors.torch import save_model
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "index.md").write_text("# Home\n")
+    (folder / "ck").mkdir()
+    torch.manual_seed(0)
+    save_model(tiny_gpt2(), str(folder / "ck" / "gpt2.safetensors"))
+    (folder / "mkdocs.yml").write_text(
+        "site_name: t\ntheme:\n  name: material\n  font: false\nplugins:\n  - atlas:\n      memory_budget: 0.5\n"
+        f"      models:\n        - spec: '{FIXTURES}:two_layer_mlp'\n          inputs: ['x:float32[B,3]']\n"
+        f"        - spec: '{ROOT / 'tests' / 'fixtures' / 'checkpoints.py'}:tiny_gpt2'\n"
+        "          checkpoint: ck/gpt2.safetensors\n")

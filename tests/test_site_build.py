@@ -125,21 +125,8 @@ def test_plugin_takes_per_model_inputs_and_checkpoints(tmp_path):
     folder), in one real `mkdocs build --strict`."""
     import json
 
-    import torch
-    from fixtures.checkpoints import tiny_gpt2
-    from safetensors.torch import save_model
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "index.md").write_text("# Home\n")
-    (tmp_path / "ck").mkdir()
-    torch.manual_seed(0)
-    save_model(tiny_gpt2(), str(tmp_path / "ck" / "gpt2.safetensors"))
-    (tmp_path / "mkdocs.yml").write_text(
-        "site_name: t\ntheme:\n  name: material\n  font: false\nplugins:\n  - atlas:\n      memory_budget: 0.5\n"
-        f"      models:\n        - spec: '{FIXTURES}:two_layer_mlp'\n          inputs: ['x:float32[B,3]']\n"
-        f"        - spec: '{ROOT / 'tests' / 'fixtures' / 'checkpoints.py'}:tiny_gpt2'\n"
-        "          checkpoint: ck/gpt2.safetensors\n"
-        "markdown_extensions: [admonition, pymdownx.details, pymdownx.superfences, attr_list, md_in_html, tables,"
-        " {pymdownx.arithmatex: {generic: true}}]\n")
+    from conftest import two_model_project
+    two_model_project(tmp_path)
     code, log = mkdocs_build(tmp_path, "--strict")
     assert code == 0, log[-2000:]
     page = (tmp_path / "docs" / "sequential" / "0.md").read_text()

@@ -156,22 +156,12 @@ def test_a_json_an_older_atlas_wrote_fails_the_build_naming_it(tmp_path, specs, 
 def test_a_bare_build_and_check_take_the_models_of_mkdocs_yml(tmp_path, monkeypatch, capsys):
     """The atlas plugin's models, each with its inputs and its checkpoint (a path from mkdocs.yml's folder); the
     plugin's build and the CLI's write the same files and share the fingerprint."""
-    import torch
-    from conftest import FIXTURES, ROOT
+    from conftest import FIXTURES, two_model_project
     from fixtures.checkpoints import tiny_gpt2
     from mkdocs.config import load_config
     from safetensors.torch import save_model
     project = tmp_path / "project"
-    (project / "docs").mkdir(parents=True)
-    (project / "docs" / "index.md").write_text("# Home\n")
-    (project / "ck").mkdir()
-    torch.manual_seed(0)
-    save_model(tiny_gpt2(), str(project / "ck" / "gpt2.safetensors"))
-    (project / "mkdocs.yml").write_text(
-        "site_name: t\ntheme:\n  name: material\nplugins:\n  - atlas:\n      memory_budget: 0.5\n      models:\n"
-        f"        - spec: '{FIXTURES}:two_layer_mlp'\n          inputs: ['x:float32[B,3]']\n"
-        f"        - spec: '{ROOT / 'tests' / 'fixtures' / 'checkpoints.py'}:tiny_gpt2'\n"
-        "          checkpoint: ck/gpt2.safetensors\n")
+    two_model_project(project)
     monkeypatch.chdir(project)
     assert main(["build"]) == 0
     assert "Sequential, GPT-2:" in capsys.readouterr().out
