@@ -94,3 +94,20 @@ def test_ldlm_carries_the_seed_symbols():
     assert "**in:** $u'_n$ [B batch, T positions, 768 d]" in page
     assert "**out:** $\\bar{u'}_n$ [B batch, T positions, 768 d]" in page
     assert norm["inputs"][0]["symbol"] and norm["parameters_per_instance"] == 1536
+
+
+def test_streams_stacked_in_one_projection_read_as_slices_split_into_heads():
+    """timm's layout: `qkv(x).reshape(B, N, 3, heads, d).permute(2, 0, 3, 1, 4)`, then each stream taken by its
+    index: each reads as its block of features split into heads, and the attention is recognized over them."""
+    from atlas.load.spec import load
+    from atlas.pipeline import Settings, document
+    from atlas.render.json_export import as_dict
+    data = as_dict(document(load("tests/fixtures/attention_layouts.py:fused_split"), Settings(cost=False)))
+    attn = next(c for c in data["components"] if c["id"] == "layers.attn")
+    assert idioms(data, "layers.attn")["attention"] == {"heads": 4, "kv_heads": 4, "head_dim": 8, "mask": False,
+                                                        "cross": False}
+    paper = attn["equations"]["paper"]
+    assert [s["plain"] for s in paper["steps"][:3]] == ["q = (x W_QKV + b_QKV)_(1:32)^h",
+                                                       "k = (x W_QKV + b_QKV)_(33:64)^h",
+                                                       "v = (x W_QKV + b_QKV)_(65:96)^h"]
+    assert paper["verified"] and paper["max_error"] <= 1e-9

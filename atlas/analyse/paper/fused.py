@@ -1,16 +1,20 @@
-"""A fused projection whose features are laid out in groups, each group holding its query heads, then its key and
-value heads (x W_QKV viewed as [B, T, G, m, d]): each stream read as the part of the projection it is, split into
-heads, the key and value heads each shared by the query heads of their group.
+"""Fused projections read as the streams they hold, each split into heads:
 
-Recognized by shapes alone: a view that splits only the last axis into (groups, slots, features), a slice or one
-index of the slots, then the groups and slots merged into heads and the heads moved before the positions.
+- features laid out in groups, each group holding its query heads, then its key and value heads (x W_QKV viewed
+  as [B, T, G, m, d]): each stream the part of the projection it is, the key and value heads each shared by the
+  query heads of their group (grouped_heads);
+- features laid out as m streams one after another (x W_QKV viewed as [B, T, m, h, d], the streams moved first and
+  taken one by one, as `q, k, v = qkv.unbind(0)` does): each stream a slice of the features, split into heads
+  (stacked_heads).
+
+Recognized by shapes alone: a view that splits only the last axis, then the indexing that takes one stream.
 """
 
 from __future__ import annotations
 
 from atlas.analyse.equations import ops_nn as nn_ops
 from atlas.analyse.equations import ops_tensor as t
-from atlas.analyse.equations.nodes import ATOM, Node
+from atlas.analyse.equations.nodes import ATOM, Node, SizeOf
 from atlas.analyse.equations.notation import Equation, Ident, applied, op, sub
 from atlas.analyse.paper.graph import Graph
 from atlas.analyse.paper.identities import Broadcast
@@ -76,6 +80,32 @@ def grouped_heads(node, g: Graph):
     return heads if times == 1 else t.Repeat(heads, times=times, dim=1)
 
 
+def stacked_heads(node, g: Graph):
+    """permute₍₂,₀,₃,₁,₄₎(view(p, [B, T, m, h, d]))[i]: the heads of the i-th block of h·d features of p."""
+    if not isinstance(node, t.Index):
+        return None
+    index = node.args[1]
+    first = index[0] if isinstance(index, tuple) and all(i == slice(None) for i in index[1:]) else index
+    permuted = bare(node.args[0], g)
+    if not isinstance(first, int) or not isinstance(permuted, t.Permute) or \
+            tuple(permuted.meta["dims"]) != (2, 0, 3, 1, 4):
+        return None
+    view = bare(permuted.args[0], g)
+    shape = g.shape(view)
+    if not isinstance(view, t.Reshape) or shape is None or len(shape) != 5:
+        return None
+    streams, heads, features = shape[2], shape[3], shape[4]
+    before = g.shape(view.args[0])
+    if not all(isinstance(v, int) for v in (streams, heads, features)) or before is None or len(before) != 3 or \
+            before[-1] != streams * heads * features or not -streams <= first < streams:
+        return None
+    width = heads * features
+    start = (first % streams) * width
+    part = t.Slice(view.args[0], SizeOf(start), SizeOf(start + width), dim=2, last=True)
+    b, tt = view.args[1][0], view.args[1][1]
+    return t.Heads(part, (b, tt, -1, features), heads=heads, features=features)
+
+
 def _broadcast_sizes(node):
     if isinstance(node, Broadcast) and node.args[1] is not None:
         return tuple(node.args[1])
@@ -108,4 +138,4 @@ def repeat_outward(node, g: Graph):
     return t.Repeat(node.rebuild((inner.args[0],) + tuple(node.args[1:])), **inner.meta)
 
 
-RULES = (grouped_heads, repeat_outward)
+RULES = (grouped_heads, stacked_heads, repeat_outward)
