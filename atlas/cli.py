@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
                              "changed (a file the model's factory reads is not in the fingerprint)")
     d = sub.add_parser("describe", parents=[common], help="print the component tree")
     d.add_argument("spec", nargs="?", metavar="SPEC", help=spec_help)
-    d.add_argument("--json", action="store_true", help="print JSON (the schema is in README)")
+    d.add_argument("--json", action="store_true",
+                   help="print JSON (its schema: atlas/render/schema/model.schema.json, read in the Guide's JSON page)")
     d.add_argument("--verify", action="store_true",
                    help="also run every component's equations against forward() (build and check always do)")
     d.add_argument("--no-cost", action="store_true", help="leave out FLOPs and activation memory")

@@ -40,6 +40,28 @@ def test_init_names_the_extra_a_library_spec_needs(tmp_path, monkeypatch):
     assert project_files._install_line(tmp_path, "timm:resnet18") == "-r requirements.txt 'model-atlas[timm]==0.1.0'"
 
 
+def test_init_installs_model_atlas_from_the_git_repository_it_came_from(tmp_path, monkeypatch):
+    """pip records where a package came from (direct_url.json): a git repository's commit is what CI installs."""
+    from atlas.site import project_files
+
+    class Installed:
+        version = "0.1.0"
+
+        def __init__(self, origin):
+            self.origin = origin
+
+        def read_text(self, name):
+            return self.origin if name == "direct_url.json" else None
+
+    origin = '{"url": "https://github.com/example/model-atlas.git", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}'
+    monkeypatch.setattr(project_files.metadata, "distribution", lambda name: Installed(origin))
+    assert project_files._install_line(tmp_path, "timm:resnet18") == \
+        "'model-atlas[timm] @ git+https://github.com/example/model-atlas.git@abc123'"
+    monkeypatch.setattr(project_files.metadata, "distribution",
+                        lambda name: Installed('{"url": "file:///tmp/dist/model_atlas-0.1.0-py3-none-any.whl"}'))
+    assert project_files._install_line(tmp_path, "m.py:f") == "'model-atlas==0.1.0'"
+
+
 def test_init_never_overwrites_and_writes_nothing_then(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".pre-commit-config.yaml").write_text("repos: []\n")

@@ -2,7 +2,8 @@
 
     mkdocs.yml                      the atlas plugin naming the model, Material, one site per language
     docs/index.md                   the home page
-    .github/workflows/atlas.yml     CI: install the repository's code and Model Atlas, `atlas check`,
+    .github/workflows/atlas.yml     CI: install the repository's code and Model Atlas (from the git repository
+                                    it was installed from, else the package index), `atlas check`,
                                     `mkdocs build --strict`
     .pre-commit-config.yaml         a local hook running `atlas check`
 
@@ -12,6 +13,7 @@ first (on the meta device), so a wrong one fails before any file is written.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from importlib import metadata
@@ -66,9 +68,20 @@ def _install_line(folder: Path, spec: str) -> str:
         parts.append("-e .")
     elif (folder / "requirements.txt").is_file():
         parts.append("-r requirements.txt")
-    extra = library_specs.extra(spec)
-    parts.append(f"'model-atlas{f'[{extra}]' if extra else ''}=={metadata.version('model-atlas')}'")
+    parts.append(_atlas_requirement(library_specs.extra(spec)))
     return " ".join(parts)
+
+
+def _atlas_requirement(extra: str | None) -> str:
+    """Model Atlas as this installation came: from a git repository (pip's direct_url.json names it), that
+    repository at the installed commit; else from the package index, at the installed version."""
+    name = f"model-atlas{f'[{extra}]' if extra else ''}"
+    dist = metadata.distribution("model-atlas")
+    origin = json.loads(dist.read_text("direct_url.json") or "null") or {}
+    vcs = origin.get("vcs_info") or {}
+    if vcs.get("vcs") == "git" and vcs.get("commit_id") and origin.get("url"):
+        return f"'{name} @ git+{origin['url']}@{vcs['commit_id']}'"
+    return f"'{name}=={dist.version}'"
 
 
 def _repo_url(folder: Path) -> str | None:
