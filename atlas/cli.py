@@ -8,6 +8,7 @@ import gc
 import logging
 import sys
 import warnings
+from pathlib import Path
 
 from atlas.errors import AtlasError
 from atlas.load import memory
@@ -52,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("specs", nargs="*", metavar="SPEC", help=spec_help)
     c.add_argument("--docs", default="docs", help="docs folder (default: docs)")
     for sp in (b, c):
-        sp.add_argument("--mkdocs", default="mkdocs.yml", metavar="PATH",
+        sp.add_argument("--mkdocs", metavar="PATH",
                         help="the mkdocs.yml whose site_url, repo_url and site_name the pages cite, and whose atlas "
                              "plugin's models are built or checked when no SPEC is given (default: mkdocs.yml)")
         sp.add_argument("--no-cache", action="store_true",
@@ -97,6 +98,9 @@ def _models(args) -> tuple:
     (atlas.site.plugin_models, as the plugin reads them: its memory_budget, checkpoints from mkdocs.yml's folder);
     without that plugin, the LDLM."""
     from atlas.site import plugin_models
+    if args.mkdocs is not None and not Path(args.mkdocs).is_file():
+        raise AtlasError(f"--mkdocs {args.mkdocs}: no such file")
+    args.mkdocs = args.mkdocs or "mkdocs.yml"
     plugin = None if args.specs else plugin_models.read(args.mkdocs)
     specs = args.specs or (plugin.specs if plugin is not None else [])
     if args.checkpoint and len(specs) > 1:
@@ -163,6 +167,10 @@ def _init(spec: str | None) -> int:
         print(f"atlas: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(f"atlas: wrote {', '.join(written)}; next: `atlas build`, then `mkdocs build --strict`")
+    local = project_files.local_origin()
+    if local is not None:
+        print(f"atlas: note: model-atlas was installed from {local}, which a CI machine cannot install from: edit "
+              "the install step of .github/workflows/atlas.yml to name where your CI gets it", file=sys.stderr)
     return EXIT_OK
 
 
@@ -259,7 +267,7 @@ def _run(args) -> int:
     from atlas.load.spec import DEFAULT_SPEC, load
 
     if args.command == "describe":
-        loaded = load(args.spec or DEFAULT_SPEC)
+        loaded = load(DEFAULT_SPEC if args.spec is None else args.spec)
         if gc.get_freeze_count():       # a one-shot process (atlas/__main__.py): the model lives to the end too
             gc.freeze()
             _release_rebuildable_caches()

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, ROOT, fixture_spec
@@ -20,6 +21,7 @@ BAD = [
     (fixture_spec("not_a_module"), "returned dict, not a torch.nn.Module"),
     (fixture_spec("NOT_CALLABLE"), "NOT_CALLABLE is a int, not a callable"),
     ("does/not/exist.py:model", "no such file"),
+    ("", "bad SPEC ''"),
 ]
 
 
@@ -31,6 +33,22 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, spec, messa
     assert err.count("\n") == 1 and err.startswith("atlas: error: ") and message in err
     assert "Traceback" not in err
     assert not docs.exists()
+
+
+def test_a_factory_that_exits_or_a_module_named_as_a_file_get_one_line(tmp_path, capsys, monkeypatch):
+    """sys.exit() in a factory is its failure, not the atlas's exit status; a module named without its .py is
+    pointed to the file spec; a --mkdocs that is not there is named, never taken for the default."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quits.py").write_text("import sys\n\n\ndef model():\n    sys.exit(3)\n")
+    assert main(["describe", "quits.py:model"]) == 2
+    assert capsys.readouterr().err == "atlas: error: SPEC 'quits.py:model': model() raised SystemExit: 3 (quits.py:5)\n"
+    command = Path(sys.executable).parent / "atlas"         # the console script: the working folder is no import root
+    proc = subprocess.run([str(command), "describe", "quits:model"], capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr) == (2, "atlas: error: SPEC 'quits:model': cannot import quits: "
+                                              "ModuleNotFoundError: No module named 'quits'; for the file, write "
+                                              "'quits.py:model'\n")
+    assert main(["check", "--mkdocs", "missing.yml"]) == 2
+    assert capsys.readouterr().err == "atlas: error: --mkdocs missing.yml: no such file\n"
 
 
 def test_raising_factory_names_last_frame(capsys):

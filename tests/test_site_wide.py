@@ -225,3 +225,20 @@ def test_the_plugins_models_are_read_one_way(tmp_path):
     config.write_text("site_name: t\nplugins:\n  - atlas:\n      models:\n        - spec: a.b:c\n          input: x\n")
     with pytest.raises(AtlasError, match=r"model 1 \(a.b:c\) has keys it does not know: input"):
         plugin_models.read(config)
+
+
+def test_a_model_of_the_same_name_from_another_spec_is_refused(tmp_path, specs, capsys):
+    """Two specs whose models are both named 'Adder', built by separate runs: the second is refused in one line,
+    as one run naming both is, and the first model's folder is left as it was."""
+    docs = tmp_path / "docs"
+    assert main(["build", specs[0], "--docs", str(docs)]) == 0
+    before = _files(docs)
+    other = tmp_path / "copy_of_models.py"
+    other.write_text(MODELS)
+    capsys.readouterr()
+    for command in ("build", "check"):
+        assert main([command, f"{other}:adder", "--docs", str(docs)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "documents two_models.py:adder, and copy_of_models.py:adder is named 'Adder' " \
+                                          "too" in err
+    assert _files(docs) == before

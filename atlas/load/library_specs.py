@@ -26,7 +26,7 @@ def claims(spec: str) -> bool:
     file, or anything with a slash, so that a path that does not exist is named as such)."""
     if spec.startswith(PREFIXES):
         return True
-    return ":" not in spec and (spec.endswith(".json") or "/" in spec or Path(spec).is_dir())
+    return bool(spec) and ":" not in spec and (spec.endswith(".json") or "/" in spec or Path(spec).is_dir())
 
 
 def extra(spec: str) -> str | None:

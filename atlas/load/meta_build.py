@@ -54,5 +54,5 @@ def built(spec: str, factory, device: str, call: str):
     """The library's model, built under `device`; what its constructor raises, in one line."""
     try:
         return construct(factory, device)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise SpecError(f"SPEC {spec!r}: {call} raised {where(exc)}") from None

@@ -19,6 +19,7 @@ from torch import nn
 from atlas.errors import SpecError
 from atlas.load import library_specs
 from atlas.load.meta_build import Loaded, construct
+from atlas.resources import is_machinery
 
 DEFAULT_SPEC = "atlas.zoo.ldlm:ldlm"
 
@@ -46,8 +47,12 @@ def _import(target: str, spec: str):
         return importlib.import_module(target)
     except SpecError:
         raise
-    except Exception as exc:  # the user's module failed while importing
-        raise SpecError(f"SPEC {spec!r}: cannot import {target}: {_last_frame(exc)}") from None
+    except (Exception, SystemExit) as exc:  # the user's module failed while importing (sys.exit() included)
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name == target.partition(".")[0] and \
+                Path(target.replace(".", "/") + ".py").is_file():
+            hint = f"; for the file, write '{target.replace('.', '/')}.py:{spec.rpartition(':')[2]}'"
+        raise SpecError(f"SPEC {spec!r}: cannot import {target}: {_last_frame(exc)}{hint}") from None
 
 
 def _module_name(path: Path) -> str:
@@ -60,7 +65,12 @@ def _module_name(path: Path) -> str:
 
 
 def _last_frame(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
+    """`Type: message (file.py:line)`: the line a syntax error is on, else the last frame outside Python's import
+    machinery."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{type(exc).__name__}: {exc.msg} ({Path(exc.filename).name}:{exc.lineno})"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen ")
+              and "importlib" not in Path(f.filename).parts and not is_machinery(f.filename)]
     where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
 
@@ -104,7 +114,7 @@ def _load(spec: str, target: str, attr: str, device: str) -> Loaded:
     elif callable(factory):
         try:
             model = construct(factory, device)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise SpecError(f"SPEC {spec!r}: {attr}() raised {_last_frame(exc)}") from None
     else:
         raise SpecError(f"SPEC {spec!r}: {attr} is a {type(factory).__name__}, not a callable")

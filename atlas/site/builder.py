@@ -32,9 +32,13 @@ def generate(specs: list | None = None, settings: Settings = Settings(),
         sync.check_owned(docs, "catalog")
     models = pipeline.load_models(specs, settings)
     slugs = _slugs(models)
-    if docs is not None and writing:
-        for slug in slugs:
-            sync.check_owned(docs, slug)
+    if docs is not None:
+        from atlas.extract.walk import model_name
+        for _, loaded, _ in models:
+            name, slug = model_name(loaded.model)
+            if writing:
+                sync.check_owned(docs, slug)
+            documented.check_same_model(docs, slug, loaded.spec, name)
     others = [] if docs is None else documented.read(docs, slugs)
     generated = pipeline.generate(models, settings, others)
     loaded = [(given, m) for given, m, _ in models]

@@ -6,6 +6,7 @@ run; a run that does not name a model never writes, deletes or compares a file o
 
     read(docs, skip)        the documents, by slug; the folders named in `skip` (the run's own models) left out
     hashes(docs, skip)      the SHA-256 of each one's JSON, for the fingerprint (atlas.site.fingerprint)
+    check_same_model(...)   a run's model is the one its folder documents, not another of the same name
 """
 
 from __future__ import annotations
@@ -54,3 +55,19 @@ def hashes(docs: Path, skip: set[str] = frozenset()) -> dict[str, str]:
     """{slug: SHA-256 of its atlas.json} of every other model of the docs folder."""
     return {folder.name: hashlib.sha256((folder / MODEL_JSON).read_bytes()).hexdigest()
             for folder in folders(docs, skip)}
+
+
+def check_same_model(docs: Path, slug: str, spec: str, name: str) -> None:
+    """Refuse to document a model in a folder that documents another model of the same name (two specs whose
+    models are both 'Tiny'): one run naming both is refused the same way (atlas.pipeline.generate)."""
+    path = docs / slug / MODEL_JSON
+    if not (docs / slug / MARKER).is_file() or not path.is_file():
+        return
+    try:
+        held = json.loads(path.read_text(encoding="utf-8")).get("spec")
+    except ValueError:
+        return                  # a JSON that does not read back fails in read(), naming the model
+    if isinstance(held, str) and held != spec:
+        raise AtlasError(f"{docs / slug}/ documents {held}, and {spec} is named {name!r} too: their pages would "
+                         f"collide; give one of them another name (an atlas_name attribute on the model), or remove "
+                         f"{docs / slug}/ if {spec} is {held} moved")

@@ -41,7 +41,7 @@ def init(spec: str | None, folder: Path = Path(".")) -> list[str]:
     if existing:
         raise AtlasError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
                          "`atlas init` never overwrites a file (move it aside or edit it by hand)")
-    spec = spec or DEFAULT_SPEC
+    spec = DEFAULT_SPEC if spec is None else spec
     load(spec)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES / "init")), keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined, autoescape=False)
@@ -72,12 +72,24 @@ def _install_line(folder: Path, spec: str) -> str:
     return " ".join(parts)
 
 
+def _origin() -> dict:
+    """Where pip installed Model Atlas from (its direct_url.json): {} for the package index."""
+    return json.loads(metadata.distribution("model-atlas").read_text("direct_url.json") or "null") or {}
+
+
+def local_origin() -> str | None:
+    """The file or folder this installation came from, which a CI machine cannot install from; None when it came
+    from a git repository or the package index."""
+    origin = _origin()
+    return None if origin.get("vcs_info") or not origin.get("url") else origin["url"]
+
+
 def _atlas_requirement(extra: str | None) -> str:
     """Model Atlas as this installation came: from a git repository (pip's direct_url.json names it), that
     repository at the installed commit; else from the package index, at the installed version."""
     name = f"model-atlas{f'[{extra}]' if extra else ''}"
     dist = metadata.distribution("model-atlas")
-    origin = json.loads(dist.read_text("direct_url.json") or "null") or {}
+    origin = _origin()
     vcs = origin.get("vcs_info") or {}
     if vcs.get("vcs") == "git" and vcs.get("commit_id") and origin.get("url"):
         return f"'{name} @ git+{origin['url']}@{vcs['commit_id']}'"
