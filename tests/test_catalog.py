@@ -218,6 +218,12 @@ def test_queries_keys_and_values_split_at_once_give_the_heads():
     assert [(t.value, t.component) for t in windowed.architecture.heads] == [(4, "layers.attn")]
 
 
+def test_a_block_that_attends_in_its_own_forward_gives_the_heads():
+    """No attention module: the block's own verified equations split the heads, and the catalog reads them there."""
+    a = _doc("tests/fixtures/attention_layouts.py:inline_attention").architecture
+    assert [(t.value, t.component) for t in a.heads] == [(4, "blocks")] and values(a.kv_heads) == [4]
+
+
 def test_a_global_response_norm_is_no_rms_norm():
     """ConvNeXt-V2's global response norm divides by a 2-norm, and the catalog called it an RMS norm: an RMS norm
     takes its scale over each position's features, the last axis; the response norm over the height and width."""

@@ -158,11 +158,13 @@ def with_architecture(model: nn.Module, doc: ModelDoc, trace) -> ModelDoc:
         width = stream_width(stack)
         if width is not None:
             widths.append(Trait(width, stack.id))
-        for comp in doc.descendants(stack):
+        # the attentions in the block, else the block itself where it attends in its own forward()
+        attending = [c for c in doc.descendants(stack) if fact_of(c, "heads") is not None] or \
+            [c for c in (stack,) if fact_of(c, "heads") is not None]
+        for comp in attending:
             h = fact_of(comp, "heads")
-            if h is not None:
-                heads.append(Trait(h, comp.id))
-                kv.append(Trait(fact_of(comp, "kv_heads") or h, comp.id))
+            heads.append(Trait(h, comp.id))
+            kv.append(Trait(fact_of(comp, "kv_heads") or h, comp.id))
         f, e = ffn_widths(doc, stack, width)
         ffn += f
         experts += e
