@@ -63,14 +63,10 @@ def grouped_heads(node, g: Graph):
     if not isinstance(inner, t.Index) or not isinstance(times, int):
         return None
     view = bare(inner.args[0], g)
-    shape = g.shape(view)
-    if not isinstance(view, t.Reshape) or shape is None or len(shape) != 5:
+    split = _last_axis_split(view, g)
+    if split is None:
         return None
-    groups, slots, features = shape[2], shape[3], shape[4]
-    before = g.shape(view.args[0])
-    if not all(isinstance(v, int) for v in (groups, slots, features)) or before is None or len(before) != 3 or \
-            before[-1] != groups * slots * features:
-        return None
+    groups, slots, features = split
     taken = _slots(inner.args[1], slots)
     if taken is None or (times > 1 and len(taken) != 1):
         return None
@@ -91,19 +87,28 @@ def stacked_heads(node, g: Graph):
             tuple(permuted.meta["dims"]) != (2, 0, 3, 1, 4):
         return None
     view = bare(permuted.args[0], g)
-    shape = g.shape(view)
-    if not isinstance(view, t.Reshape) or shape is None or len(shape) != 5:
+    split = _last_axis_split(view, g)
+    if split is None or not -split[0] <= first < split[0]:
         return None
-    streams, heads, features = shape[2], shape[3], shape[4]
-    before = g.shape(view.args[0])
-    if not all(isinstance(v, int) for v in (streams, heads, features)) or before is None or len(before) != 3 or \
-            before[-1] != streams * heads * features or not -streams <= first < streams:
-        return None
+    streams, heads, features = split
     width = heads * features
     start = (first % streams) * width
     part = t.Slice(view.args[0], SizeOf(start), SizeOf(start + width), dim=2, last=True)
     b, tt = view.args[1][0], view.args[1][1]
     return t.Heads(part, (b, tt, -1, features), heads=heads, features=features)
+
+
+def _last_axis_split(view, g: Graph) -> tuple[int, int, int] | None:
+    """(a, b, c) of a view of [B, T, a·b·c] as [B, T, a, b, c]: only the last axis split, into known sizes."""
+    shape = g.shape(view)
+    if not isinstance(view, t.Reshape) or shape is None or len(shape) != 5:
+        return None
+    before = g.shape(view.args[0])
+    sizes = tuple(shape[2:])
+    if not all(isinstance(v, int) for v in sizes) or before is None or len(before) != 3 or \
+            before[-1] != sizes[0] * sizes[1] * sizes[2]:
+        return None
+    return sizes
 
 
 def _broadcast_sizes(node):
