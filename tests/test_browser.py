@@ -378,6 +378,10 @@ def test_spanish_site_and_language_switch(server, browser):
     _screenshot(page, "reference-layernorm-es.png")
     _switch_language(page, "en", "**/reference/layernorm/")
     assert page.url.endswith("/reference/layernorm/") and "/es/" not in page.url
+    # a section's anchor is the same in both languages, and the switch keeps it
+    page.goto(base + "ldlm/latent_encoder/blocks/#cost")
+    _switch_language(page, "es", "**/es/ldlm/latent_encoder/blocks/#cost")
+    assert page.locator("#cost").inner_text().rstrip("¶") == "Coste"
     page.close()
 
 

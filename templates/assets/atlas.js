@@ -1,4 +1,5 @@
-/* Model Atlas: symbol highlighting, and "All N steps" opened by a link into it.
+/* Model Atlas: symbol highlighting, "All N steps" opened by a link into it, and the language switch keeping the
+   anchor.
    Runs on every page load, including navigation.instant's in-place loads (document$).
 
    Hovering a symbol highlights every occurrence of it on the page. For the keyboard, each distinct symbol
@@ -128,5 +129,10 @@
   });
   document.addEventListener("toggle", function (event) {
     if (event.target.tagName === "DETAILS" && event.target.querySelector(".katex [data-sym]")) tabStops();
+  }, true);
+  // the language switch keeps the place on the page: sections and steps have the same anchors in every language
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a.md-select__link[hreflang]");
+    if (link && window.location.hash) link.href = link.href.split("#")[0] + window.location.hash;
   }, true);
 })();
