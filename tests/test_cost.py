@@ -260,7 +260,7 @@ def test_a_cost_the_data_decides_says_so():
     assert not re.search(r"\bu\d", doc.root.cost_reason)
     assert doc.component("router").cost is not None and doc.component("router").cost_reason is None
     page = render(doc)[f"{doc.slug}/index.md"]
-    assert "## Cost\n\nNot counted: one forward" in page
+    assert "## Cost {#cost}\n\nNot counted: one forward" in page
 
 
 def test_recurrent_layers_count_their_weight_products():
