@@ -512,3 +512,28 @@ def test_symbol_tab_stops_name_their_symbol(server, browser):
     assert page.locator('.katex [data-sym][tabindex="0"]').first.get_attribute("aria-label") == \
         "Resaltar cada aparición de u′_n"
     page.close()
+
+
+def test_the_catalog_sorts_by_a_column_and_keeps_the_model_in_view(server, browser):
+    """A column's heading sorts the models by its figures (ascending, then descending), in both languages'
+    number formats; the model column stays in view while the table scrolls sideways."""
+    base, site = server
+    page = browser.new_page()
+    for prefix in ("", "es/"):
+        page.goto(base + prefix + "catalog/")
+        heading = page.locator(".atlas-catalog thead th").nth(1)
+        names = page.locator(".atlas-catalog tbody tr td:first-child")
+        heading.locator("button").click()
+        assert heading.get_attribute("aria-sort") == "ascending"
+        totals = [int(re.sub(r"\D", "", t.split("\n")[0])) for t in
+                  page.locator(".atlas-catalog tbody tr td:nth-child(2)").all_inner_texts()]
+        assert totals == sorted(totals) and len(totals) == len(list(site.glob("*/atlas.json")))
+        assert names.first.inner_text() == "Whisper base" and names.last.inner_text() == "Llama 3 8B"
+        heading.locator("button").click()
+        assert heading.get_attribute("aria-sort") == "descending" and names.first.inner_text() == "Llama 3 8B"
+        wrap = page.locator(".atlas-catalog .md-typeset__scrollwrap")
+        wrap.evaluate("e => { e.scrollLeft = 400; }")
+        assert wrap.evaluate("e => e.scrollLeft") > 0
+        left = wrap.evaluate("e => e.getBoundingClientRect().left")
+        assert abs(names.first.bounding_box()["x"] - left) < 2
+    page.close()

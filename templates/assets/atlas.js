@@ -1,5 +1,5 @@
-/* Model Atlas: symbol highlighting, "All N steps" opened by a link into it, and the language switch keeping the
-   anchor.
+/* Model Atlas: symbol highlighting, "All N steps" opened by a link into it, the catalog sorted by a column, and
+   the language switch keeping the anchor.
    Runs on every page load, including navigation.instant's in-place loads (document$).
 
    Hovering a symbol highlights every occurrence of it on the page. For the keyboard, each distinct symbol
@@ -111,9 +111,57 @@
     target.scrollIntoView();
   }
 
+  // The catalog sorts by a column when its heading is pressed: figures by their value (grouping and decimal marks
+  // of the page's language, k/M/G/T multiples), words alphabetically; a cell with no figure (—) sorts last.
+  var MULTIPLE = { k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15 };
+
+  function sortValue(text, decimal) {
+    var group = decimal === "," ? /[.\s\u00a0\u202f]/g : /[,\s\u00a0\u202f]/g;
+    var m = text.replace(group, "").match(decimal === "," ? /(\d+(?:,\d+)?)([kMGTP])?/ : /(\d+(?:\.\d+)?)([kMGTP])?/);
+    if (!m) return null;
+    return parseFloat(m[1].replace(",", ".")) * (m[2] ? MULTIPLE[m[2]] : 1);
+  }
+
+  function sortable(table) {
+    if (table.dataset.atlasSortable) return;
+    table.dataset.atlasSortable = "1";
+    var decimal = document.documentElement.lang === "es" ? "," : ".";
+    var body = table.tBodies[0];
+    table.querySelectorAll("thead th").forEach(function (th, column) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "atlas-sort";
+      while (th.firstChild) button.appendChild(th.firstChild);
+      th.appendChild(button);
+      button.addEventListener("click", function () {
+        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        table.querySelectorAll("thead th").forEach(function (other) { other.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var rows = Array.prototype.slice.call(body.rows);
+        var keyed = rows.map(function (row, i) {
+          var text = row.cells[column].textContent.trim();
+          return { row: row, i: i, text: text, value: column === 0 ? null : sortValue(text, decimal) };
+        });
+        var numeric = keyed.some(function (k) { return k.value !== null; });
+        keyed.sort(function (a, b) {
+          var order;
+          if (numeric) {
+            if (a.value === null || b.value === null) return (a.value === null) - (b.value === null) || a.i - b.i;
+            order = a.value - b.value;
+          } else {
+            order = a.text.localeCompare(b.text, document.documentElement.lang);
+          }
+          return (ascending ? order : -order) || a.i - b.i;
+        });
+        keyed.forEach(function (k) { body.appendChild(k.row); });
+      });
+    });
+  }
+
   function init() {
     tabStops();
     openTarget();
+    document.querySelectorAll(".atlas-catalog table").forEach(sortable);
   }
 
   if (typeof document$ !== "undefined") {
