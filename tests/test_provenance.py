@@ -98,6 +98,7 @@ def test_a_citation_without_site_url_gives_the_path_and_revision_as_such(ldlm_do
     assert page.rstrip().endswith(f"{revision}. Page path ldlm/latent\\_encoder/blocks/mlp/layer\\_norm/ of the site.")
     spanish = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.es.md"]
     assert "Ruta de la página: `es/ldlm/latent_encoder/blocks/mlp/layer_norm/`, generada a partir de " in spanish
+    assert "@misc{atlas-ldlm-latent-encoder-blocks-mlp-layer-norm-es," in spanish        # a key of its own
     # the model page links the whole model's data
     assert "· the whole model's data: [atlas.json](atlas.json)" in ldlm_files["ldlm/index.md"]
 

@@ -21,7 +21,7 @@ _BIBTEX_SPECIALS = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "&": r"\&
 
 @dataclass(frozen=True)
 class Citation:
-    key: str                    # the BibTeX key: atlas-<model>-<component path>
+    key: str                    # the BibTeX key: atlas-<model>-<component path>[-<language>]
     url: str | None             # the page's absolute URL, when the site's address is known
     path: str                   # the page's path on the site: "es/ldlm/latent_encoder/blocks/"
     revision: str               # "atlas/zoo/ldlm.py, commit 16354bf4cdca"
@@ -37,7 +37,9 @@ def bibtex_text(text: str) -> str:
 def cite(doc: ModelDoc, comp: Component, site_url: str | None, site_name: str,
          language: str | None = None) -> Citation:
     """The citation of one component's page in `language` (None: the default language), rendered in the active one."""
-    key = "atlas-" + "-".join([doc.slug, *page_paths.segments(comp.id)]).replace("_", "-").replace(",", "-")
+    # a key per language: the Spanish page is another work than the English one, in a bibliography beside it
+    key = "atlas-" + "-".join([doc.slug, *page_paths.segments(comp.id), *([language] if language else [])]) \
+        .replace("_", "-").replace(",", "-")
     path = (f"{language}/" if language else "") + page_paths.url(doc, comp)
     url = page_paths.permalink(doc, comp, site_url, language) if site_url else None
     root = doc.root.source
