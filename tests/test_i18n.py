@@ -1,6 +1,7 @@
 """Two languages: Babel catalogs complete for every string, CLDR numbers, pages in pairs."""
 
 import pickle
+import re
 import shutil
 
 import pytest
@@ -168,3 +169,14 @@ def test_english_without_babel_is_what_cldr_says():
         assert i18n.english_number(n) == format_decimal(n, locale="en")
     for items in (["a"], ["a", "b"], ["a", "b", "c"], ["GPT-2", "Latent encoder", "Denoiser", "Latent decoder"]):
         assert i18n.english_list(items) == format_list(items, locale="en")
+
+
+def test_numbers_in_spanish_formulas_are_grouped_as_the_spanish_text():
+    """A cost formula's coefficients are grouped as the page's text groups numbers: 16.515.072 in Spanish, never
+    English's 16{,}515{,}072, which the English pages keep."""
+    spanish = sorted((ROOT / "docs").rglob("*.es.md"))
+    assert len(spanish) > 200
+    assert [p.relative_to(ROOT).as_posix() for p in spanish if "{,}" in p.read_text()] == []
+    english = ROOT / "docs" / "ldlm" / "latent_encoder" / "blocks" / "index.md"
+    assert "{,}" in english.read_text() and "{,}" not in english.with_suffix(".es.md").read_text()
+    assert re.search(r"\$\$\nF = [^$]*\d\.\d{3}\.\d{3}", english.with_suffix(".es.md").read_text())

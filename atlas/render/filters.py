@@ -24,8 +24,9 @@ def thousands(n: int) -> str:
 
 
 def tex_thousands(n: int) -> str:
-    """12345 -> "12{,}345", for numbers inside LaTeX: math is shared between languages."""
-    return f"{int(n):,}".replace(",", "{,}")
+    """12345 -> "12{,}345" in English, "12.345" in Spanish: a number inside LaTeX grouped as the page's text groups
+    it (a comma braced, so that LaTeX sets no space after it)."""
+    return i18n.number(int(n)).replace(",", "{,}")
 
 
 def shape(dims) -> str:
@@ -277,9 +278,14 @@ def checkpoint_format(r) -> str:
     return i18n.render(msg("safetensors") if r.format == "safetensors" else msg("torch state dict"))
 
 
-@functools.lru_cache(maxsize=4096)      # pages in two languages show the same formulas
 def cost_tex(expr: str) -> str:
-    """A cost formula in LaTeX, its coefficients grouped: 6{,}144\\,B\\,T^{2}+16{,}515{,}072\\,B\\,T."""
+    """A cost formula in LaTeX, its coefficients grouped as the page's language groups them:
+    6{,}144\\,B\\,T^{2}+16{,}515{,}072\\,B\\,T in English, 6144\\,B\\,T^{2}+16.515.072\\,B\\,T in Spanish."""
+    return _cost_tex(expr, i18n.active())
+
+
+@functools.lru_cache(maxsize=4096)      # a model's pages show each formula once per language
+def _cost_tex(expr: str, language: str) -> str:
     import sympy
 
     from atlas.document.expressions import parse
