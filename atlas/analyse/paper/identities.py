@@ -38,24 +38,6 @@ FLOATS = ("float16", "bfloat16", "float32", "float64")
 _ELEMENTWISE = (m.Add, m.Sub, m.Mul, m.Div)
 
 
-class Real(Node):
-    """A value as the number it stands for, whatever format holds it: printed as its operand, run as the cast."""
-
-    idiom = None
-    transparent = True          # a step that is only this, of a symbol, is that symbol on the page
-
-    def notation(self, p):
-        return p.print(self.args[0])
-
-    @property
-    def prec(self):
-        x = self.args[0]
-        return x.prec if isinstance(x, Node) else ATOM
-
-    def run(self, ev, x):
-        return t.Cast.run(self, ev, x)
-
-
 class AsOperand(Node):
     """A node the math reads as its first operand (a view, a layout, heads shared in place): printed as it."""
 
@@ -68,6 +50,16 @@ class AsOperand(Node):
     def prec(self):
         x = self.args[0]
         return x.prec if isinstance(x, Node) else ATOM
+
+
+class Real(AsOperand):
+    """A value as the number it stands for, whatever format holds it: printed as its operand, run as the cast. A
+    step that is only this, of a symbol, is that symbol on the page."""
+
+    idiom = None
+
+    def run(self, ev, x):
+        return t.Cast.run(self, ev, x)
 
 
 class Broadcast(AsOperand):
