@@ -30,8 +30,10 @@ EXTENSIONS = {
 }
 # Options the pages cannot do without: the math is found by the generic wrapper, the tabs use Material's style.
 REQUIRED = {"pymdownx.arithmatex": {"generic": True}, "pymdownx.tabbed": {"alternate_style": True}}
-STYLESHEETS = ("assets/katex/katex.min.css", "assets/atlas.css")
-SCRIPTS = ("assets/atlas.js",)
+# KaTeX's stylesheet, then every stylesheet and script of the assets folder, in name order.
+STYLESHEETS = ("assets/katex/katex.min.css",
+               *(f"assets/{path.name}" for path in sorted(ASSETS.glob("*.css"))))
+SCRIPTS = tuple(f"assets/{path.name}" for path in sorted(ASSETS.glob("*.js")))
 
 
 def configure(config) -> None:
