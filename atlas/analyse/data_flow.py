@@ -1,14 +1,33 @@
 """The data flow of a forward between the modules it calls, read off the recorded forward: which child's
 output feeds which. Operations between the calls (an addition, a scaling) pass on where their inputs came
-from; consecutive calls of one component (a loop over a list of blocks) are one node."""
+from; consecutive calls of one component (a loop over a list of blocks) are one node.
+
+A module reads an argument when its outputs were computed from it: an argument it looks at only for its dtype or
+device (a rotary embedding handed the hidden state) is no edge. A module that reads nothing derived from what the
+forward was given (positions from a range) is a side node: an input of the modules that read it, not a link of the
+chain that carries the state from the inputs to the output."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from atlas.document import Flow, FlowNode, ModelDoc
-from atlas.extract.trace.structures import Call, OpEvent
+from atlas.extract.trace.structures import Call, OpEvent, upstream
 from atlas.extract.trace.structures import refs as _refs
+
+_ALL = 1 << 30                                      # upstream(): no depth limit within a call
+
+
+def read_arguments(call: Call) -> list:
+    """The refs among a call's arguments that its outputs were computed from: the values its own operations
+    reach from the outputs back. A call with no recorded operation (a repeated entry whose result was taken from
+    its first entry's shape) reads every argument."""
+    inside = {id(ev) for c in call.calls() for ev in c.events if isinstance(ev, OpEvent)}
+    given = _refs((call.args, call.kwargs))
+    if not inside or call.skipped:
+        return given
+    reached = {id(v) for v, _ in upstream([r.value for r in _refs(call.out)], _ALL, lambda ev: id(ev) in inside)}
+    return [r for r in given if id(r.value) in reached]
 
 
 def of_call(doc: ModelDoc, call: Call) -> Flow | None:
@@ -16,6 +35,7 @@ def of_call(doc: ModelDoc, call: Call) -> Flow | None:
     nodes: list[FlowNode] = []
     edges: set[tuple[int, int]] = set()
     source: dict[int, set[int]] = {}                # value id -> the nodes it came from
+    fed = {r.value.id for r in _refs((call.args, call.kwargs))}     # values derived from what the forward was given
 
     def origin(refs) -> set[int]:
         found: set[int] = set()
@@ -31,24 +51,31 @@ def of_call(doc: ModelDoc, call: Call) -> Flow | None:
 
     for ev in call.events:
         if isinstance(ev, OpEvent):
-            came = origin(_refs((ev.args, ev.kwargs)))
+            read = _refs((ev.args, ev.kwargs))
+            came = origin(read)
             for r in _refs(ev.out):
                 source.setdefault(r.value.id, set()).update(came)
+                if any(x.value.id in fed for x in read):
+                    fed.add(r.value.id)
             continue
         cid = by_path.get(ev.path)
         if cid is None:
             continue
-        came = origin(_refs((ev.args, ev.kwargs)))
+        read = read_arguments(ev)
+        came = origin(read)
+        side = not any(r.value.id in fed for r in read)
         last = len(nodes) - 1
         if nodes and nodes[last].kind == "module" and nodes[last].component == cid:
             nodes[last] = replace(nodes[last], calls=nodes[last].calls + 1)
             here = last
         else:
-            nodes.append(FlowNode("module", doc.component(cid).name, cid))
+            nodes.append(FlowNode("module", doc.component(cid).name, cid, side=side))
             here = len(nodes) - 1
         edges |= {(a, here) for a in came if a != here}
         for r in _refs(ev.out):
             source[r.value.id] = {here}
+            if not side:
+                fed.add(r.value.id)
     outs = _refs(call.out)
     if not any(n.kind == "module" for n in nodes) or not outs:
         return None

@@ -82,11 +82,11 @@ def tensors_from(items: list[dict]) -> tuple[TensorShape, ...]:
 def _pinned(source: Source) -> dict:
     """A source file at its revision, without excerpts."""
     return {"file": source.file, "origin": source.origin, "revision": source.revision, "label": source.label,
-            "dirty": source.dirty, "url": source.url}
+            "dirty": source.dirty, "url": source.url, "date": source.date}
 
 
 def _source_from(d: dict) -> Source:
-    return Source(d["file"], d["origin"], d["revision"], d["label"], d["dirty"], d["url"])
+    return Source(d["file"], d["origin"], d["revision"], d["label"], d["dirty"], d["url"], date=d.get("date"))
 
 
 def component_dict(c: Component) -> dict:
@@ -137,15 +137,16 @@ def component_dict(c: Component) -> dict:
 def flow_dict(flow: Flow | None):
     if flow is None:
         return None
-    return {"nodes": [{"kind": n.kind, "label": n.label, "component": n.component, "calls": n.calls}
-                      for n in flow.nodes],
+    return {"nodes": [{"kind": n.kind, "label": n.label, "component": n.component, "calls": n.calls,
+                       "side": n.side} for n in flow.nodes],
             "edges": [list(e) for e in flow.edges]}
 
 
 def flow_from(d) -> Flow | None:
     if d is None:
         return None
-    return Flow(tuple(FlowNode(n["kind"], n["label"], n["component"], n["calls"]) for n in d["nodes"]),
+    return Flow(tuple(FlowNode(n["kind"], n["label"], n["component"], n["calls"], n.get("side", False))
+                      for n in d["nodes"]),
                 tuple((a, b) for a, b in d["edges"]))
 
 

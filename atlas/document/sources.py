@@ -23,6 +23,7 @@ class Source:
     dirty: bool = False             # the file has uncommitted changes
     url: str | None = None          # the file at that revision, without a line anchor
     excerpts: tuple[Excerpt, ...] = ()
+    date: str | None = None         # "git": the commit's date, "2026-11-30" (a package's version has none it states)
 
 
 @dataclass(frozen=True)

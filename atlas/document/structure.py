@@ -45,6 +45,8 @@ class FlowNode:
     label: str                      # the input's name; the output's name
     component: str | None = None    # "module": the component called
     calls: int = 1                  # "module": consecutive calls of the component (a loop over a list)
+    side: bool = False              # "module": reads nothing the forward was given (positions from a range, a
+                                    # mask's table): a side input of the modules that read it, not a link of the chain
 
 
 @dataclass(frozen=True)

@@ -66,13 +66,13 @@ def locate(file: str, repo_url: str | None) -> Source:
     top = _git(str(path.parent), "rev-parse", "--show-toplevel")
     if top:
         rel = path.relative_to(Path(top).resolve()).as_posix()
-        commit = _git(top, "log", "-1", "--format=%H", "--", rel)
+        commit, _, date = (_git(top, "log", "-1", "--format=%H %cd", "--date=short", "--", rel) or "").partition(" ")
         dirty = bool(_git(top, "status", "--porcelain", "--", rel))
         if commit:
             label = (msg("commit %(commit)s, with uncommitted changes", commit=commit[:12]) if dirty
                      else msg("commit %(commit)s", commit=commit[:12]))
             url = f"{repo_url.rstrip('/')}/blob/{commit}/{rel}" if repo_url else None
-            return Source(rel, "git", commit[:12], label, dirty, url)
+            return Source(rel, "git", commit[:12], label, dirty, url, date=date or None)
         return Source(rel, "git", None, msg("not yet committed"), True)
     return Source(path.name, "file", None, msg("not under version control"))
 

@@ -1,7 +1,9 @@
 """A component's data-flow diagram, drawn as plain SVG from the flow its forward recorded (atlas.analyse.data_flow).
 
 The modules it calls stand in one column, in the order the forward ran them, each box linking to its page; a
-run of calls over a list reads "× n". The forward's inputs sit to the left of the first module that reads them.
+run of calls over a list reads "× n". The forward's inputs sit to the left of the first module that reads them, and
+so do side modules (atlas.analyse.data_flow: positions computed from a range, not from the state the chain carries),
+each box linking to its page and joined to every module that reads it.
 An arrow joins each module to the next that reads its output: straight down to the next box, around the right
 side to a later one (a skip, a residual). A wrapper whose flow is a single module (transformers' `model` inside
 `…ForCausalLM`) is opened: the diagram goes on with that module's own flow.
@@ -43,7 +45,7 @@ def svg(doc: ModelDoc, comp: Component, href) -> str | None:
     if not panels:
         return None
     parts, y, width = [], 8, 0
-    pill_w = max([len(n.label) * CHAR + 20 for _, f in panels for n in f.nodes if n.kind == "input"] or [0])
+    pill_w = max([len(_label(doc, n)) * CHAR + 20 for _, f in panels for n in f.nodes if _beside(n)] or [0])
     x0 = (pill_w + LEFT_GAP) if pill_w else 8
     for i, (owner, flow) in enumerate(panels):
         if i:
@@ -61,8 +63,13 @@ def svg(doc: ModelDoc, comp: Component, href) -> str | None:
             f'</marker></defs>' + "".join(parts) + "</svg>")
 
 
+def _beside(node) -> bool:
+    """Drawn to the left of the chain: an input of the forward, or a side module."""
+    return node.kind == "input" or node.side
+
+
 def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float):
-    center = [i for i, n in enumerate(flow.nodes) if n.kind != "input"]
+    center = [i for i, n in enumerate(flow.nodes) if not _beside(n)]
     row_of = {i: r for r, i in enumerate(center)}
     consumers: dict[int, list[int]] = {}
     for a, b in flow.edges:
@@ -70,7 +77,7 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
     # inputs beside the first box that reads them, stacked where several share it
     beside: dict[int, list[int]] = {}
     for i, n in enumerate(flow.nodes):
-        if n.kind == "input" and consumers.get(i):
+        if _beside(n) and consumers.get(i):
             beside.setdefault(row_of[min(consumers[i])], []).append(i)
     ys, y = {}, top
     for r, i in enumerate(center):
@@ -80,16 +87,8 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
     right = x0 + BOX_W
     for r, i in enumerate(center):                     # boxes
         n, by = flow.nodes[i], ys[i]
-        text = escape(_label(doc, n))
         if n.kind == "module":
-            target = doc.component(n.component)
-            title = escape(i18n.render(msg("%(label)s · %(class_name)s · %(count)s parameters per instance",
-                                           label=n.label, class_name=target.cls.rsplit(".", 1)[-1],
-                                           count=target.parameters_per_instance)))
-            parts.append(f'<a href="{escape(href(target), quote=True)}"><title>{title}</title>'
-                         f'<rect x="{x0}" y="{by:.0f}" width="{BOX_W}" height="{BOX_H}" rx="5"/>'
-                         f'<text x="{x0 + BOX_W / 2}" y="{by + BOX_H / 2 + 5:.0f}" '
-                         f'text-anchor="middle">{text}</text></a>')
+            parts.append(_module_box(doc, n, href, x0, by, BOX_W, BOX_H))
         else:
             word = escape(i18n.render(msg("output")))
             parts.append(f'<rect class="atlas-flow-out" x="{x0 + BOX_W / 4}" y="{by:.0f}" width="{BOX_W / 2}" '
@@ -99,9 +98,13 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
         first = ys[center[r]] + BOX_H / 2 - (len(ins) - 1) * (PILL_H + 6) / 2
         for k, i in enumerate(ins):
             py = first + k * (PILL_H + 6) - PILL_H / 2
-            parts.append(f'<rect class="atlas-flow-in" x="8" y="{py:.0f}" width="{pill_w - 8:.0f}" height="{PILL_H}" '
-                         f'rx="{PILL_H / 2}"/><text class="atlas-flow-name" x="{8 + (pill_w - 8) / 2:.0f}" '
-                         f'y="{py + PILL_H / 2 + 4:.0f}" text-anchor="middle">{escape(flow.nodes[i].label)}</text>')
+            if flow.nodes[i].kind == "module":
+                parts.append(_module_box(doc, flow.nodes[i], href, 8, py, pill_w - 8, PILL_H, "atlas-flow-side"))
+            else:
+                parts.append(f'<rect class="atlas-flow-in" x="8" y="{py:.0f}" width="{pill_w - 8:.0f}" '
+                             f'height="{PILL_H}" rx="{PILL_H / 2}"/><text class="atlas-flow-name" '
+                             f'x="{8 + (pill_w - 8) / 2:.0f}" y="{py + PILL_H / 2 + 4:.0f}" '
+                             f'text-anchor="middle">{escape(flow.nodes[i].label)}</text>')
             for b in sorted(consumers[i]):
                 ty = ys[b] + BOX_H / 2
                 if row_of[b] == r:
@@ -111,7 +114,7 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
                     parts.append(f'<path class="atlas-flow-edge" d="M{pill_w:.0f},{py + PILL_H / 2:.0f} '
                                  f'H{lx:.0f} V{ty:.0f} H{x0}" marker-end="url(#atlas-arrow)"/>')
     for a, b in flow.edges:                            # module to module
-        if flow.nodes[a].kind == "input":
+        if _beside(flow.nodes[a]):
             continue
         ra, rb = row_of[a], row_of[b]
         if rb == ra + 1:
@@ -123,6 +126,19 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
             parts.append(f'<path class="atlas-flow-edge" d="M{x0 + BOX_W},{ys[a] + BOX_H / 2:.0f} H{sx} '
                          f'V{ys[b] + BOX_H / 2:.0f} H{x0 + BOX_W}" marker-end="url(#atlas-arrow)"/>')
     return parts, y, right + 8
+
+
+def _module_box(doc: ModelDoc, node, href, x: float, y: float, w: float, h: float, cls: str | None = None) -> str:
+    """A module's box, linking to its page, its class and parameters in the tooltip."""
+    target = doc.component(node.component)
+    title = escape(i18n.render(msg("%(label)s · %(class_name)s · %(count)s parameters per instance",
+                                   label=node.label, class_name=target.cls.rsplit(".", 1)[-1],
+                                   count=target.parameters_per_instance)))
+    klass, name = (f' class="{cls}"', ' class="atlas-flow-name"') if cls else ("", "")
+    return (f'<a href="{escape(href(target), quote=True)}"><title>{title}</title>'
+            f'<rect{klass} x="{x:.0f}" y="{y:.0f}" width="{w:.0f}" height="{h}" rx="5"/>'
+            f'<text{name} x="{x + w / 2:.0f}" y="{y + h / 2 + (4 if cls else 5):.0f}" text-anchor="middle">'
+            f'{escape(_label(doc, node))}</text></a>')
 
 
 def _line(x1, y1, x2, y2) -> str:
