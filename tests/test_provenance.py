@@ -87,15 +87,19 @@ def test_cite_this_page(ldlm_files):
 
 
 def test_a_citation_without_site_url_gives_the_path_and_revision_as_such(ldlm_doc, ldlm_files):
-    """No address is made up: no `\\url{/ldlm/...}`, no link to the page itself, the path and revision named."""
-    revision = ldlm_doc.root.source.label
+    """No address is made up: no `\\url{/ldlm/...}`, no link to the page itself, the path and revision named; no
+    sentence about the site's configuration."""
+    source = ldlm_doc.root.source
+    revision = f"atlas/zoo/ldlm.py, {source.label} (commit date {source.date})"
     page = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.md"]
-    assert (f"Page path: `ldlm/latent_encoder/blocks/mlp/layer_norm/`, generated from atlas/zoo/ldlm.py, {revision} · "
+    assert (f"Page path: `ldlm/latent_encoder/blocks/mlp/layer_norm/`, generated from {revision} · "
             "data: [layer_norm/index.json](layer_norm/index.json)\n") in page
-    assert "  howpublished = {Page path \\path{ldlm/latent_encoder/blocks/mlp/layer_norm/} of the site}," in page
-    assert "  note         = {Component latent\\_encoder.blocks.mlp.layer\\_norm of LDLM," in page
+    assert ("      howpublished = {Page path \\path{ldlm/latent_encoder/blocks/mlp/layer_norm/} of the site, "
+            f"atlas/zoo/ldlm.py, {source.label} (commit date {source.date})}},") in page
+    assert "      note         = {Component latent\\_encoder.blocks.mlp.layer\\_norm of LDLM," in page
     assert "\\url{" not in page and "Permalink" not in page and "](layer_norm.md)" not in page
-    assert page.rstrip().endswith(f"{revision}. Page path ldlm/latent\\_encoder/blocks/mlp/layer\\_norm/ of the site.")
+    assert "site_url" not in page and "no address" not in page
+    assert page.rstrip().endswith(". Page path ldlm/latent\\_encoder/blocks/mlp/layer\\_norm/ of the site.")
     spanish = ldlm_files["ldlm/latent_encoder/blocks/mlp/layer_norm.es.md"]
     assert "Ruta de la página: `es/ldlm/latent_encoder/blocks/mlp/layer_norm/`, generada a partir de " in spanish
     assert "@misc{atlas-ldlm-latent-encoder-blocks-mlp-layer-norm-es," in spanish        # a key of its own
@@ -109,7 +113,7 @@ def test_a_citation_with_site_url_gives_the_absolute_url(ldlm_doc):
     url = "https://atlas.example.org/docs/es/ldlm/latent_encoder/blocks/"
     page = files["ldlm/latent_encoder/blocks/index.es.md"]
     assert f"Enlace permanente: [{url}]({url}) · datos: [index.json](index.json)\n" in page
-    assert f"  howpublished = {{\\url{{{url}}}}}," in page
+    assert f"      howpublished = {{\\url{{{url}}}}}," in page
     assert "Ruta de la página" not in page and "site_url" not in page
 
 

@@ -3,30 +3,41 @@ output feeds which. Operations between the calls (an addition, a scaling) pass o
 from; consecutive calls of one component (a loop over a list of blocks) are one node.
 
 A module reads an argument when its outputs were computed from it: an argument it looks at only for its dtype or
-device (a rotary embedding handed the hidden state) is no edge. A module that reads nothing derived from what the
-forward was given (positions from a range) is a side node: an input of the modules that read it, not a link of the
-chain that carries the state from the inputs to the output."""
+device (a rotary embedding handed the hidden state) is no edge. The chain starts at the first module that reads
+what the forward was given, and carries what that module read and everything computed from it. A module that reads
+nothing the chain carries (positions from a range, a time step's embedding beside the latents) is a side node: an
+input of the modules that read it, not a link of the chain."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from atlas.document import Flow, FlowNode, ModelDoc
-from atlas.extract.trace.structures import Call, OpEvent, upstream
+from atlas.extract.trace.structures import Call, OpEvent
 from atlas.extract.trace.structures import refs as _refs
-
-_ALL = 1 << 30                                      # upstream(): no depth limit within a call
 
 
 def read_arguments(call: Call) -> list:
-    """The refs among a call's arguments that its outputs were computed from: the values its own operations
-    reach from the outputs back. A call with no recorded operation (a repeated entry whose result was taken from
-    its first entry's shape) reads every argument."""
-    inside = {id(ev) for c in call.calls() for ev in c.events if isinstance(ev, OpEvent)}
+    """The refs among a call's arguments that its outputs were computed from: the values reached from the outputs
+    back through the operations run inside the call, and through the calls inside it whose operations were not
+    recorded (a repeated list entry whose result was taken from its first entry's shape: all its arguments). A call
+    with no recorded operation reads every argument."""
     given = _refs((call.args, call.kwargs))
-    if not inside or call.skipped:
+    ops = {id(ev) for c in call.calls() for ev in c.events if isinstance(ev, OpEvent)}
+    if not ops or call.skipped:
         return given
-    reached = {id(v) for v, _ in upstream([r.value for r in _refs(call.out)], _ALL, lambda ev: id(ev) in inside)}
+    unrecorded = {id(r.value): c for c in call.calls() if c is not call for r in _refs(c.out)}
+    reached, pending = set(), [r.value for r in _refs(call.out)]
+    while pending:
+        v = pending.pop()
+        if id(v) in reached:
+            continue
+        reached.add(id(v))
+        if v.made_by is not None and id(v.made_by) in ops:
+            pending += [r.value for r in _refs((v.made_by.args, v.made_by.kwargs))]
+        elif id(v) in unrecorded:
+            inner = unrecorded[id(v)]
+            pending += [r.value for r in _refs((inner.args, inner.kwargs))]
     return [r for r in given if id(r.value) in reached]
 
 
@@ -35,7 +46,8 @@ def of_call(doc: ModelDoc, call: Call) -> Flow | None:
     nodes: list[FlowNode] = []
     edges: set[tuple[int, int]] = set()
     source: dict[int, set[int]] = {}                # value id -> the nodes it came from
-    fed = {r.value.id for r in _refs((call.args, call.kwargs))}     # values derived from what the forward was given
+    fed = {r.value.id for r in _refs((call.args, call.kwargs))}     # what the forward was given, and values from it
+    chain: set[int] = set()                         # the values the chain carries, once its first module ran
 
     def origin(refs) -> set[int]:
         found: set[int] = set()
@@ -55,6 +67,8 @@ def of_call(doc: ModelDoc, call: Call) -> Flow | None:
             came = origin(read)
             for r in _refs(ev.out):
                 source.setdefault(r.value.id, set()).update(came)
+                if any(x.value.id in chain for x in read):
+                    chain.add(r.value.id)
                 if any(x.value.id in fed for x in read):
                     fed.add(r.value.id)
             continue
@@ -63,7 +77,9 @@ def of_call(doc: ModelDoc, call: Call) -> Flow | None:
             continue
         read = read_arguments(ev)
         came = origin(read)
-        side = not any(r.value.id in fed for r in read)
+        if not chain and any(r.value.id in fed for r in read):
+            chain |= {r.value.id for r in read}     # the chain's first module: what it reads is the carried state
+        side = not any(r.value.id in chain for r in read)
         last = len(nodes) - 1
         if nodes and nodes[last].kind == "module" and nodes[last].component == cid:
             nodes[last] = replace(nodes[last], calls=nodes[last].calls + 1)
@@ -75,6 +91,8 @@ def of_call(doc: ModelDoc, call: Call) -> Flow | None:
         for r in _refs(ev.out):
             source[r.value.id] = {here}
             if not side:
+                chain.add(r.value.id)
+            if any(x.value.id in fed for x in read):
                 fed.add(r.value.id)
     outs = _refs(call.out)
     if not any(n.kind == "module" for n in nodes) or not outs:

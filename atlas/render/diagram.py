@@ -74,11 +74,16 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
     consumers: dict[int, list[int]] = {}
     for a, b in flow.edges:
         consumers.setdefault(a, []).append(b)
-    # inputs beside the first box that reads them, stacked where several share it
+    # inputs and side modules beside the first box of the chain they reach, stacked where several share it (a side
+    # module that feeds another stands above it)
+    def reached(i: int) -> int:
+        return min(b if b in row_of else reached(b) for b in consumers[i] if b in row_of or consumers.get(b))
+
     beside: dict[int, list[int]] = {}
     for i, n in enumerate(flow.nodes):
         if _beside(n) and consumers.get(i):
-            beside.setdefault(row_of[min(consumers[i])], []).append(i)
+            beside.setdefault(row_of[reached(i)], []).append(i)
+    at: dict[int, float] = {}                          # a beside node's top
     ys, y = {}, top
     for r, i in enumerate(center):
         ys[i] = y + max(0, (len(beside.get(r, [])) - 1) * (PILL_H + 6)) / 2
@@ -98,6 +103,7 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
         first = ys[center[r]] + BOX_H / 2 - (len(ins) - 1) * (PILL_H + 6) / 2
         for k, i in enumerate(ins):
             py = first + k * (PILL_H + 6) - PILL_H / 2
+            at[i] = py
             if flow.nodes[i].kind == "module":
                 parts.append(_module_box(doc, flow.nodes[i], href, 8, py, pill_w - 8, PILL_H, "atlas-flow-side"))
             else:
@@ -106,6 +112,8 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
                              f'x="{8 + (pill_w - 8) / 2:.0f}" y="{py + PILL_H / 2 + 4:.0f}" '
                              f'text-anchor="middle">{escape(flow.nodes[i].label)}</text>')
             for b in sorted(consumers[i]):
+                if b not in row_of:                    # another side module, below it in the stack
+                    continue
                 ty = ys[b] + BOX_H / 2
                 if row_of[b] == r:
                     parts.append(_line(pill_w, py + PILL_H / 2, x0, ty))
@@ -113,8 +121,11 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
                     lx = pill_w + LEFT_GAP / 2
                     parts.append(f'<path class="atlas-flow-edge" d="M{pill_w:.0f},{py + PILL_H / 2:.0f} '
                                  f'H{lx:.0f} V{ty:.0f} H{x0}" marker-end="url(#atlas-arrow)"/>')
+    mid = 8 + (pill_w - 8) / 2
     for a, b in flow.edges:                            # module to module
         if _beside(flow.nodes[a]):
+            if a in at and b in at:                    # side module to side module: down the stack
+                parts.append(_line(mid, at[a] + PILL_H, mid, at[b]))
             continue
         ra, rb = row_of[a], row_of[b]
         if rb == ra + 1:

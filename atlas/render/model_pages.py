@@ -83,6 +83,8 @@ def component_context(doc: ModelDoc, comp, site_url: str | None = None, site_nam
         "model_data_href": page_paths.link(here, page_paths.json_path(doc)),
         "cite_key": cited.key,
         "cite_bibtex": cited.bibtex,
+        "cite_csl_json": cited.csl_json,
+        "cite_ris": cited.ris,
         "cite_text": cited.text,
         "site_name": site_name,
         "doc": doc,

@@ -17,6 +17,7 @@ plugin's builds of the other languages reuse them and only ask for the nav in th
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from mkdocs.config import config_options as c
@@ -43,6 +44,14 @@ class AtlasConfig(Config):
     models = c.ListOfItems(c.SubConfig(_Model), default=[])
     memory_budget = c.Type(float, default=memory.DEFAULT_BUDGET_GB)  # GB: the largest instance checked on the CPU
     cache = c.Type(bool, default=True)             # skip generation when the stored fingerprint matches
+
+
+def no_address_notice() -> None:
+    """One line on stderr when mkdocs.yml has no site_url: the pages' citations then give each page's path and the
+    code's revision. Written past mkdocs' logger: as its WARNING, `mkdocs build --strict` would fail every site
+    without an address."""
+    sys.stderr.write("atlas: mkdocs.yml has no site_url: citations give each page's path on the site and the "
+                     "model code's revision instead of its address\n")
 
 
 def building_language(config) -> str:
@@ -91,6 +100,8 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
         site_url = config.site_url or None
         if self.serving:    # serve puts its own address in site_url; permalinks keep the configured one
             site_url = mkdocs_settings(config.config_file_path).get("site_url")
+        if not site_url:
+            no_address_notice()
         settings = Settings(budget_bytes=int(self.config.memory_budget * 1024**3),
                                      site_url=site_url, repo_url=config.repo_url or None,
                                      site_name=config.site_name, base_dir=str(self._root(config)))
