@@ -29,7 +29,7 @@ from atlas import i18n
 from atlas.errors import AtlasError
 from atlas.load import memory
 from atlas.load.settings import Settings, mkdocs_settings
-from atlas.site import builder, katex, plugin_models, search_index, search_text, site_setup
+from atlas.site import builder, home_models, katex, plugin_models, search_index, search_text, site_setup
 
 log = logging.getLogger("mkdocs.plugins.atlas")
 
@@ -124,6 +124,11 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
 
     def on_files(self, files, config):
         return site_setup.add_assets(files, config)
+
+    def on_page_markdown(self, markdown, page, config, files):
+        """A hand-written page's `<!-- atlas:models -->` becomes the list of the documented models (home_models)."""
+        with i18n.language(building_language(config)):
+            return home_models.fill(markdown, page.file.src_uri, Path(config.docs_dir))
 
     def on_page_content(self, html, page, config, files):
         return katex.exclude_from_search(html)

@@ -1,0 +1,53 @@
+"""The list of every documented model on a hand-written page: a marker the page's author places (the home page has
+it; `atlas init` writes one into a new site's), filled by the mkdocs plugin in each language's build.
+
+    <!-- atlas:models -->
+
+becomes one line per model folder of the docs folder (atlas.site.documented): its name, linked to its page, and its
+one-line summary, the model's root component's as its atlas.json holds it. A summary that is one of the atlas's own
+sentences without arguments reads in the page's language; a model author's words read as written. The list is read
+from the docs folder at each build, so it follows the models a build documented, and a page without the marker is
+left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from pathlib import Path
+
+from atlas import i18n
+from atlas.i18n import msg
+from atlas.render.filters import md_text
+from atlas.render.page_paths import MODEL_JSON
+from atlas.site import documented
+
+MARKER = "<!-- atlas:models -->"
+
+
+def models(docs: Path) -> list[tuple[str, str, str]]:
+    """(folder, name, summary) of each documented model, by folder name."""
+    out = []
+    for folder in documented.folders(docs):
+        data = json.loads((folder / MODEL_JSON).read_text(encoding="utf-8"))
+        root = next(c for c in data["components"] if c["id"] == "")
+        out.append((folder.name, data["model"], root["summary"]))
+    return out
+
+
+def listing(entries: list[tuple[str, str, str]], page: str) -> str:
+    """The Markdown list for the page at docs-relative path `page`, in the active language."""
+    if not entries:
+        return i18n.render(msg("No model is documented yet: `atlas build` writes their pages."))
+    lines = []
+    for folder, name, summary in entries:
+        link = posixpath.relpath(f"{folder}/index.md", posixpath.dirname(page) or ".")
+        lines.append(f"- [{md_text(name)}]({link}): {md_text(i18n.gettext(summary))}")
+    return '<div class="atlas-home-models" markdown>\n\n' + "\n".join(lines) + "\n\n</div>"
+
+
+def fill(markdown: str, page: str, docs: Path) -> str:
+    """The page's Markdown with the marker replaced by the list; a page without the marker unchanged."""
+    if MARKER not in markdown:
+        return markdown
+    return markdown.replace(MARKER, listing(models(docs), page))
