@@ -26,18 +26,18 @@ def read_arguments(call: Call) -> list:
     ops = {id(ev) for c in call.calls() for ev in c.events if isinstance(ev, OpEvent)}
     if not ops or call.skipped:
         return given
-    unrecorded = {id(r.value): c for c in call.calls() if c is not call for r in _refs(c.out)}
+    unrecorded = {id(r.value): c for c in call.calls() if c is not call and c.skipped for r in _refs(c.out)}
     reached, pending = set(), [r.value for r in _refs(call.out)]
     while pending:
         v = pending.pop()
         if id(v) in reached:
             continue
         reached.add(id(v))
-        if v.made_by is not None and id(v.made_by) in ops:
-            pending += [r.value for r in _refs((v.made_by.args, v.made_by.kwargs))]
-        elif id(v) in unrecorded:
+        if id(v) in unrecorded:             # its stand-in was made from the first entry's shape, reading nothing
             inner = unrecorded[id(v)]
             pending += [r.value for r in _refs((inner.args, inner.kwargs))]
+        elif v.made_by is not None and id(v.made_by) in ops:
+            pending += [r.value for r in _refs((v.made_by.args, v.made_by.kwargs))]
     return [r for r in given if id(r.value) in reached]
 
 
