@@ -100,3 +100,31 @@ def test_an_installed_library_is_cited_by_its_release_without_a_date():
 def test_the_note_wraps_inside_its_box():
     css = (ROOT / "templates" / "assets" / "citation.css").read_text()
     assert ".atlas-cite pre > code { white-space: pre-wrap; overflow-wrap: anywhere; }" in css
+
+
+def _plugin_run(tmp_path, site_url: str | None, capsys, caplog) -> tuple[str, list]:
+    from mkdocs.config import load_config
+    fixtures = ROOT / "tests" / "fixtures" / "models.py"
+    (tmp_path / "docs").mkdir(parents=True)
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\n" + (f"site_url: {site_url}\n" if site_url else "") + "theme: material\nplugins:\n  - atlas:\n"
+        f"      models:\n        - spec: '{fixtures}:two_layer_mlp'\n          inputs: ['x:float32[B,3]']\n")
+    config = load_config(str(tmp_path / "mkdocs.yml"))
+    plugin = config.plugins["atlas"]
+    capsys.readouterr()
+    with caplog.at_level("WARNING"):
+        plugin.on_config(config)
+    plugin.on_shutdown()
+    return capsys.readouterr().err, [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_no_site_url_is_one_line_on_stderr_not_a_warning_strict_fails_on(tmp_path, capsys, caplog):
+    err, warnings = _plugin_run(tmp_path / "none", None, capsys, caplog)
+    assert err == ("atlas: mkdocs.yml has no site_url: citations give each page's path on the site and the model "
+                   "code's revision instead of its address\n")
+    assert warnings == []
+    page = (tmp_path / "none" / "docs" / "sequential" / "0.md").read_text()
+    assert "site_url" not in page and "howpublished = {Page path \\path{sequential/0/} of the site, " in page
+    err, _ = _plugin_run(tmp_path / "some", "https://atlas.example.org/", capsys, caplog)
+    assert "site_url" not in err

@@ -77,7 +77,10 @@ def _panel(doc: ModelDoc, flow: Flow, href, x0: float, top: float, pill_w: float
     # inputs and side modules beside the first box of the chain they reach, stacked where several share it (a side
     # module that feeds another stands above it)
     def reached(i: int) -> int:
-        return min(b if b in row_of else reached(b) for b in consumers[i] if b in row_of or consumers.get(b))
+        """The first box of the chain that node i feeds, directly or through side modules; the first box at all
+        for a side module whose output reaches no box."""
+        return min((b if b in row_of else reached(b) for b in consumers[i] if b in row_of or consumers.get(b)),
+                   default=center[0])
 
     beside: dict[int, list[int]] = {}
     for i, n in enumerate(flow.nodes):
