@@ -78,7 +78,14 @@ def test_home_page_lists_every_model_folder_with_its_summary(language):
         summary = next(c for c in d["components"] if c["id"] == "")["summary"]
         line = next(x for x in filled.splitlines() if x.startswith(f"- [{d['model']}]("))
         assert line.startswith(f"- [{d['model']}]({d['slug']}/index.md): ")
-        assert line.removeprefix(f"- [{d['model']}]({d['slug']}/index.md): ").replace("\\", "") == summary
+        shown = line.removeprefix(f"- [{d['model']}]({d['slug']}/index.md): ").replace("\\", "")
+        with i18n.language(language):
+            translated = i18n.gettext(summary)
+        if language == "en" or translated != summary:
+            assert shown == translated
+        else:                                   # the model author's words, quoted and marked English
+            assert shown == f'<span lang="en">“{summary}”</span>'
+
     assert [x.split("](")[1].split("/")[0] for x in filled.splitlines() if x.startswith("- [")] == folders
 
 

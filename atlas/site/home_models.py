@@ -5,7 +5,8 @@ it; `atlas init` writes one into a new site's), filled by the mkdocs plugin in e
 
 becomes one line per model folder of the docs folder (atlas.site.documented): its name, linked to its page, and its
 one-line summary, the model's root component's as its atlas.json holds it. A summary that is one of the atlas's own
-sentences without arguments reads in the page's language; a model author's words read as written. The list is read
+sentences without arguments (or a zoo model's, which the catalogs hold) reads in the page's language; a model
+author's words read as written, quoted and marked as English on a page in another language. The list is read
 from the docs folder at each build, so it follows the models a build documented, and a page without the marker is
 left as it is.
 """
@@ -42,8 +43,17 @@ def listing(entries: list[tuple[str, str, str]], page: str) -> str:
     lines = []
     for folder, name, summary in entries:
         link = posixpath.relpath(f"{folder}/index.md", posixpath.dirname(page) or ".")
-        lines.append(f"- [{md_text(name)}]({link}): {md_text(i18n.gettext(summary))}")
+        lines.append(f"- [{md_text(name)}]({link}): {_summary(summary)}")
     return '<div class="atlas-home-models" markdown>\n\n' + "\n".join(lines) + "\n\n</div>"
+
+
+def _summary(text: str) -> str:
+    """The summary in the page's language where the catalogs hold it; else the model author's English, quoted and
+    marked as English on a page in another language."""
+    found = i18n.gettext(text)
+    if i18n.active() == i18n.DEFAULT or found != text:
+        return md_text(found)
+    return f'<span lang="en">“{md_text(text)}”</span>'
 
 
 def fill(markdown: str, page: str, docs: Path) -> str:
