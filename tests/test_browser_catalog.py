@@ -21,7 +21,8 @@ def _models() -> list[dict]:
 
 
 def _open(browser, url: str, width: int):
-    page = browser.new_page(viewport={"width": width, "height": 900})
+    page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
