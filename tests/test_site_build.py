@@ -203,7 +203,11 @@ def test_the_plugin_sets_up_what_the_pages_need(tmp_path):
     assert config.mdx_configs["pymdownx.arithmatex"] == {"generic": True}
     assert config.markdown_extensions.count("pymdownx.tabbed") == 1
     assert config.theme.dirs[0] == str(THEME) and config.theme.dirs.count(str(THEME)) == 1
-    assert config.extra_css == ["assets/katex/katex.min.css", "assets/atlas.css"]
+    # every stylesheet of the assets folder, in name order (atlas.css, catalog.css, citation.css, ...)
+    from atlas.resources import TEMPLATES
+    sheets = sorted(p.name for p in (TEMPLATES / "assets").glob("*.css"))
+    assert "atlas.css" in sheets and "citation.css" in sheets
+    assert config.extra_css == ["assets/katex/katex.min.css", *(f"assets/{name}" for name in sheets)]
     assert [str(s) for s in config.extra_javascript] == ["assets/atlas.js"]
     (tmp_path / "mkdocs.yml").write_text("site_name: t\ntheme: material\nplugins:\n  - atlas\n"
                                          "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: false\n")
