@@ -76,6 +76,7 @@ def calculator_data(doc) -> dict | None:
     own = ((model, OTHER_DTYPES[model], 1),) if model in OTHER_DTYPES else ()
     return {
         "sizes": sizes,
+        "pinned": dict(summary.pinned),     # sizes the formulas hold at only: no input, their values put in
         "dtype": model,
         "dtypes": [{"name": d, "bytes": [num, den], "weights_only": d in WEIGHT_ONLY} for d, num, den in own + DTYPES],
         "gradients_for_int4": GRADIENTS_FOR_INT4,

@@ -250,7 +250,7 @@
         var perToken = mul(kvElements, kb);
         row("kv_per_token", L.kv_per_token, fmt.exact(perToken) + " " + L.bytes,
             fill(L.kv_how, { elements: fmt.exact(kvElements), size: fmt.exact(kb), dtype: k }));
-        var b = sizes.B || frac(1n);
+        var b = sizes.B || (data.pinned.B ? whole(data.pinned.B) : frac(1n));     // B pinned: the record's
         row("kv_all", L.kv_all, amount(mul(mul(perToken, sizes.T), b), L.bytes, "B"),
             fill(L.kv_all_how, { per_token: fmt.exact(perToken), t: fmt.exact(sizes.T), b: fmt.exact(b) }));
       }
