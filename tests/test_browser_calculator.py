@@ -85,8 +85,9 @@ def test_calculator_flops_at_the_pages_sizes_are_the_static_figures(server, brow
         page, errors = _calculator(browser, f"{base}{slug}/")
         value = page.locator('.atlas-calc [data-figure="flops"] .atlas-calc-value').inner_text()
         exact = sympy.sympify(data["totals"]["cost"]["flops"]).subs(data["cost_reference"]["sizes"])
+        static = _static_flops((site / slug / "index.html").read_text())
         with i18n.language("en"):
-            assert value == f"{i18n.number(int(exact))} FLOPs ({_static_flops((site / slug / 'index.html').read_text())})"
+            assert value == f"{i18n.number(int(exact))} FLOPs ({static})", slug
         assert errors == []
         seen.append(slug)
         page.close()
