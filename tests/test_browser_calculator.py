@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import sympy
+from babel.numbers import get_decimal_symbol
 from test_browser import CHROMIUM, browser, server  # noqa: F401  (fixtures)
 
 from atlas import i18n
@@ -60,6 +61,15 @@ def test_llama_kv_cache_at_32k_positions_in_bf16(server, browser, language):  # 
         value, how = _figure(page, "kv_all")
         assert value.startswith(f"{n(per_token * t * b)} "), value
         assert how.startswith(f"{n(per_token)} ") and f"× {n(t)} × {n(b)}" in how, how
+        # int4 weights: half a byte a parameter, exact; their gradients in bf16, Adam's two states in fp32
+        page.locator('.atlas-calc select[data-dtype="weights"]').select_option("int4")
+        parameters, trained = data["totals"]["parameters"], data["totals"]["trained"]
+        half = f"0{get_decimal_symbol(language)}5"
+        value, how = _figure(page, "weights")
+        assert value.startswith(f"{n(parameters // 2)}{half[1:] if parameters % 2 else ''} ") and \
+            how == f"{n(parameters)} {'parameters' if language == 'en' else 'parámetros'} × {half} bytes (int4)", how
+        value, how = _figure(page, "training")
+        assert value.startswith(f"{n(parameters // 2 + trained * (2 + 2 * 4))} ") and "bf16" in how, (value, how)
     assert per_token == 131072 and per_token * t * b == 4294967296          # the issue's own figures
     assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
     assert errors == []

@@ -95,3 +95,11 @@ def test_dtype_names_and_sizes():
     assert [dtype_bytes(d) for d in ("fp32", "bf16", "fp8", "int4", "fp16")] == [4, 2, 1, 0.5, 2]
     with pytest.raises(ValueError, match="no dtype 'int3'"):
         dtype_bytes("int3")
+
+
+def test_a_figure_whose_formula_is_no_polynomial_is_said_not_recomputed():
+    """Hubert-like strided convs: their FLOPs are a floor of T, which the calculator does not evaluate; it keeps the
+    figure's row and says it is not recomputed, instead of dropping it or guessing."""
+    doc = pipeline.document(spec.load(f"{CONTRACTIONS}:strided_stack"), pipeline.Settings())
+    data = calculator_data(doc)
+    assert "floor" in doc.root.cost.flops and data["flops"] is None and "flops" in data["unread"]

@@ -65,10 +65,13 @@ def calculator_data(doc) -> dict | None:
     sizes = [{"symbol": s, "name": dim_words(names[s]) if names.get(s) else "", "default": v}
              for s, v in summary.reference if s not in pinned]
     symbols = [s["symbol"] for s in sizes]
-    activations = None
+    activations, unread = None, []      # unread: figures the page has whose formula the calculator cannot read
     if cost.activation_elements is not None and cost.activation_fixed_bytes is not None:
         elements, fixed = (polynomial(e, symbols) for e in (cost.activation_elements, cost.activation_fixed_bytes))
         activations = {"elements": elements, "fixed_bytes": fixed} if elements and fixed else None
+        unread += [] if activations else ["activations"]
+    unread += [key for key, e in (("flops", cost.flops), ("flops_causal", cost.flops_causal))
+               if e is not None and polynomial(e, symbols) is None]
     kv = summary.kv_cache_elements_per_token
     model = dtype_name(summary.dtype)
     if model not in OTHER_DTYPES and model not in {d for d, _, _ in DTYPES}:
@@ -87,6 +90,7 @@ def calculator_data(doc) -> dict | None:
         "kv_cache_elements_per_token": kv if kv and "T" in symbols else None,
         "parameters": doc.totals.parameters,
         "trained": doc.totals.trained,
+        "unread": unread,
     }
 
 

@@ -229,11 +229,16 @@
       message.hidden = true;
       var sizes = now.sizes;
       var w = selects.weights.value, wb = dtypes[w];
+      var unread = {};
+      data.unread.forEach(function (key) { unread[key] = true; });
       if (data.flops) row("flops", L.flops, amount(evaluate(data.flops, sizes), L.flops_unit, "FLOPs"));
-      else row("flops", L.flops, L.not_recomputed);
+      else if (unread.flops) row("flops", L.flops, L.not_recomputed);
       if (data.flops_causal) {
         row("flops_causal", L.flops_causal, amount(evaluate(data.flops_causal, sizes), L.flops_unit, "FLOPs"));
+      } else if (unread.flops_causal) {
+        row("flops_causal", L.flops_causal, L.not_recomputed);
       }
+      if (unread.activations) row("activations", L.activation_memory, L.not_recomputed);
       var activations = null;
       if (data.activations) {
         var a = selects.activations.value, ab = dtypes[a];
