@@ -7,6 +7,7 @@ import os
 from dataclasses import replace
 
 import sympy
+import torch
 from torch import nn
 
 from atlas.analyse.cost.op_costs import Costs, activation_bytes
@@ -102,7 +103,10 @@ def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None
     capped = tuple((s, v, upper[s][1] or "?") for s, v in reference
                    if s in upper and v < unbounded[s] and upper[s][1] != "--dim")     # --dim's bound is the user's
     per_token = int(kv) if kv != 0 and kv.is_Integer else None
-    elements = int(kv_elements) if per_token is not None and kv_elements.is_Integer else None
+    size = torch.empty(0, dtype=getattr(torch, trace.dtype)).element_size()
+    # in elements only where the cache is all in the model's dtype: a state with integers in it keeps their bytes
+    elements = int(kv_elements) if per_token is not None and kv_elements.is_Integer \
+        and int(kv_elements) * size == per_token else None
     summary = CostSummary(reference, per_token, _attention_kernel(trace.root),
                           tuple((s, v) for s, v in pinned.items() if s in symbols),
                           _cache_not_counted(trace, doc, pinned) if per_token is None else None, capped,
