@@ -103,4 +103,5 @@ def test_kv_cache_is_what_the_returned_cache_grows_by(hf_docs):
         heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
         expected = cfg.num_hidden_layers * 2 * heads * (cfg.hidden_size // cfg.num_attention_heads) * 4
         assert docs[name].cost_summary.kv_cache_bytes_per_token == expected
+        assert docs[name].cost_summary.kv_cache_elements_per_token == expected // 4     # float32: 4 bytes each
     assert hf_docs["bert"].cost_summary.kv_cache_bytes_per_token is None

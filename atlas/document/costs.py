@@ -17,6 +17,10 @@ class Cost:
     attention: str | None = None    # how attention ran inside it ("fused", "explicit", "both"); None: it has none
     calls: int = 1                  # its calls in one forward, every instance's together
     flops_all_calls: str | None = None  # the FLOPs of all of them; None: one call each, `flops` times the instances
+    # activation_bytes split for another dtype: the floating elements saved (bytes in the activation dtype each),
+    # and the bytes of the integers and dropout masks saved, which keep their own dtypes; None as activation_bytes
+    activation_elements: str | None = None
+    activation_fixed_bytes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -29,3 +33,5 @@ class CostSummary:
     pinned: tuple[tuple[str, int], ...] = ()     # sizes the code needed exactly: the formulas hold there only
     kv_cache_note: str | None = None             # why no per-token figure, where the forward returns a state
     capped: tuple[tuple[str, int, str], ...] = ()  # (symbol, size, where): held below the usual size by the largest
+    kv_cache_elements_per_token: int | None = None  # the same cache in floating elements: bytes in any cache dtype
+    dtype: str = "float32"                       # the model's floating dtype: the bytes above are in it

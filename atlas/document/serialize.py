@@ -155,12 +155,14 @@ def cost_dict(cost):
         return None
     return {"flops": cost.flops, "flops_causal": cost.flops_causal, "activation_bytes": cost.activation_bytes,
             "uncounted": list(cost.uncounted), "attention": cost.attention, "calls": cost.calls,
-            "flops_all_calls": cost.flops_all_calls}
+            "flops_all_calls": cost.flops_all_calls, "activation_elements": cost.activation_elements,
+            "activation_fixed_bytes": cost.activation_fixed_bytes}
 
 
 def cost_from(d):
     return None if d is None else Cost(d["flops"], d["flops_causal"], d["activation_bytes"], tuple(d["uncounted"]),
-                                       d.get("attention"), d.get("calls", 1), d.get("flops_all_calls"))
+                                       d.get("attention"), d.get("calls", 1), d.get("flops_all_calls"),
+                                       d.get("activation_elements"), d.get("activation_fixed_bytes"))
 
 
 def component_page(doc: ModelDoc, comp: Component, permalink: str) -> dict:
@@ -230,6 +232,8 @@ def as_dict(doc: ModelDoc) -> dict:
             "pinned": dict(doc.cost_summary.pinned),
             "kv_cache_note": doc.cost_summary.kv_cache_note,
             "capped": [{"symbol": s, "size": v, "where": w} for s, v, w in doc.cost_summary.capped],
+            "kv_cache_elements_per_token": doc.cost_summary.kv_cache_elements_per_token,
+            "dtype": doc.cost_summary.dtype,
         },
         "published": None if doc.published is None else {
             f.name: getattr(doc.published, f.name) for f in fields(Published)
@@ -299,7 +303,8 @@ def from_dict(data: dict) -> ModelDoc:
             tuple(data["cost_reference"]["sizes"].items()), data["cost_reference"]["kv_cache_bytes_per_token"],
             data["cost_reference"]["attention"], tuple(data["cost_reference"].get("pinned", {}).items()),
             data["cost_reference"].get("kv_cache_note"),
-            tuple((c["symbol"], c["size"], c["where"]) for c in data["cost_reference"].get("capped", ()))),
+            tuple((c["symbol"], c["size"], c["where"]) for c in data["cost_reference"].get("capped", ())),
+            data["cost_reference"].get("kv_cache_elements_per_token"), data["cost_reference"].get("dtype", "float32")),
         published=None if pub is None else Published(**pub),
         dims=DimNames(tuple((d["symbol"], d["name"]) for d in data["dims"]["symbols"]),
                       tuple((d["value"], d["label"]) for d in data["dims"]["fixed"])),

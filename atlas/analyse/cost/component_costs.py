@@ -7,6 +7,7 @@ import os
 from dataclasses import replace
 
 import sympy
+import torch
 from torch import nn
 
 from atlas.analyse.cost.op_costs import Costs, activation_bytes
@@ -65,8 +66,10 @@ def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None
             continue
         flops, causal, uncounted = costs.of(call)
         saved = record_of(trace, comp.path).saved
-        act = activation_bytes(call, saved, first_for, totals) if saved is not None else None   # ran without autograd
-        flops, causal, act = held(flops), held(causal), None if act is None else held(act)
+        # None: the forward ran without autograd; else bytes, and those bytes as floating elements and the rest
+        act, elements, own_bytes = (None,) * 3 if saved is None else \
+            (held(activation_bytes(call, saved, first_for, totals, part)) for part in ("bytes", "elements", "fixed"))
+        flops, causal = held(flops), held(causal)
         depends = _data_dependent(flops, causal, *(() if act is None else (act,)))
         if depends:                                 # tokens per expert: no figure holds at the reference sizes
             out.append(replace(comp, cost_reason=msg(
@@ -83,14 +86,15 @@ def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None
         out.append(replace(comp, cost=Cost(str(flops), None if causal is None else str(causal),
                                            None if act is None else str(act),
                                            tuple(sorted(uncounted)), _attention_kernel(call),
-                                           comp.instances * max(len(calls), 1), None if every is None else str(every))))
+                                           comp.instances * max(len(calls), 1), None if every is None else str(every),
+                                           *((None, None) if act is None else (str(elements), str(own_bytes))))))
     doc = replace(doc, components=tuple(out))
     root = doc.root.cost
     symbols = sorted({str(s) for s in (trace.symbols or {}).values()} | set(fixed or ())
                      | set(pinned))         # a record at concrete sizes (probes) names none: its sizes are these
     order = [s for s, _ in doc.dims.symbols]
     symbols.sort(key=lambda s: order.index(s) if s in order else len(order))
-    kv = held(cache_per_token(trace, doc))
+    kv, kv_elements = held(cache_per_token(trace, doc)), held(cache_per_token(trace, doc, 1))
     upper = dict(getattr(trace, "upper", {}))
     reference = reference_sizes(model, symbols, {**(fixed or {}), **pinned},
                                 {s: limit for s, (limit, _) in upper.items()})
@@ -99,9 +103,14 @@ def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None
     capped = tuple((s, v, upper[s][1] or "?") for s, v in reference
                    if s in upper and v < unbounded[s] and upper[s][1] != "--dim")     # --dim's bound is the user's
     per_token = int(kv) if kv != 0 and kv.is_Integer else None
+    size = torch.empty(0, dtype=getattr(torch, trace.dtype)).element_size()
+    # in elements only where the cache is all in the model's dtype: a state with integers in it keeps their bytes
+    elements = int(kv_elements) if per_token is not None and kv_elements.is_Integer \
+        and int(kv_elements) * size == per_token else None
     summary = CostSummary(reference, per_token, _attention_kernel(trace.root),
                           tuple((s, v) for s, v in pinned.items() if s in symbols),
-                          _cache_not_counted(trace, doc, pinned) if per_token is None else None, capped)
+                          _cache_not_counted(trace, doc, pinned) if per_token is None else None, capped,
+                          elements if elements else None, trace.dtype)
     return replace(doc, cost=root, cost_summary=summary)
 
 
@@ -149,9 +158,10 @@ def _cache_not_counted(trace, doc: ModelDoc, pinned: dict):
                "bytes for one sequence at that length", t=pinned["T"], bytes=int(total))
 
 
-def returned_state_bytes(trace, doc: ModelDoc):
+def returned_state_bytes(trace, doc: ModelDoc, part: int = 0):
     """The bytes of the state the forward hands back (a KV cache), each module's part times its component's
-    instances (a skipped list entry wrote nothing; another entry that ran is counted by its first's)."""
+    instances (a skipped list entry wrote nothing; another entry that ran is counted by its first's); part 1: its
+    floating elements instead of its bytes."""
     state = getattr(trace, "returned_state", None) or {}
     owner = {path: c for c in doc.components for path in c.module_paths}
     total = sympy.Integer(0)
@@ -161,18 +171,19 @@ def returned_state_bytes(trace, doc: ModelDoc):
         comp = owner.get(path)
         if comp is not None and path != comp.path:
             continue
-        total += sympy.expand(size) * (comp.instances if comp is not None else 1)
+        total += sympy.expand(size[part]) * (comp.instances if comp is not None else 1)
     return total
 
 
-def cache_per_token(trace, doc: ModelDoc):
+def cache_per_token(trace, doc: ModelDoc, part: int = 0):
     """The bytes the state the forward hands back (a KV cache) grows by per position, for one sequence: its
     derivative in T at B = 1 (divided by B where the record pinned it). 0 where the forward hands back none (an
-    encoder, a model with no cache in its code) or where it does not grow with T (a recurrent state)."""
+    encoder, a model with no cache in its code) or where it does not grow with T (a recurrent state). part 1: in
+    floating elements."""
     t = trace.symbols.get("T")
     if t is None:
         return sympy.Integer(0)
-    return _one_sequence(sympy.diff(returned_state_bytes(trace, doc), t), trace)
+    return _one_sequence(sympy.diff(returned_state_bytes(trace, doc, part), t), trace)
 
 
 def _one_sequence(total, trace):

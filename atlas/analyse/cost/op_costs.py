@@ -185,12 +185,20 @@ def _indices(letters: str, rank: int) -> list[str] | None:
     return None if n < 0 else [*head, *(f"…{n - i}" for i in range(n)), *tail]
 
 
-def activation_bytes(call: Call, saved: dict, first_call_for, memo: dict | None = None) -> object:
-    """Bytes saved for the backward pass by one call and everything under it, each storage once.
+MEASURES = {"bytes": lambda nbytes, elements: nbytes,                 # as the model's dtype holds them
+            "elements": lambda nbytes, elements: elements,           # floating elements: bytes in any dtype
+            "fixed": lambda nbytes, elements: nbytes if elements == 0 else 0}   # integers, masks: their own bytes
+
+
+def activation_bytes(call: Call, saved: dict, first_call_for, memo: dict | None = None,
+                     measure: str = "bytes") -> object:
+    """Bytes saved for the backward pass by one call and everything under it, each storage once; or, by `measure`,
+    the floating elements of them ("elements") or the bytes of the rest, integers and masks ("fixed").
 
     A repeated entry that was not run counts its first entry's bytes (its own copies of the same shapes): each
     first entry's total is summed once and multiplied by how many entries repeat it, so a deep stack's repeated
-    layers are walked once, not once each. `memo` (id of a first call -> its total) may be shared between calls."""
+    layers are walked once, not once each. `memo` (id of a first call, measure -> its total) may be shared."""
+    of = MEASURES[measure]
     seen: dict = {}
     repeats: dict = {}                                   # id(first call) -> [first call, entries not run]
     memo = {} if memo is None else memo
@@ -201,8 +209,8 @@ def activation_bytes(call: Call, saved: dict, first_call_for, memo: dict | None 
             if first is not None and first is not c:
                 repeats.setdefault(id(first), [first, 0])[1] += 1
             return
-        for key, nbytes in saved.get(id(c), ()):
-            seen.setdefault(key, nbytes)
+        for key, nbytes, elements in saved.get(id(c), ()):
+            seen.setdefault(key, of(nbytes, elements))
         for ev in c.events:
             if isinstance(ev, Call):
                 walk(ev)
@@ -210,19 +218,19 @@ def activation_bytes(call: Call, saved: dict, first_call_for, memo: dict | None 
     walk(call)
     terms = list(seen.values())
     for key, (first, count) in repeats.items():
-        if key not in memo:
-            memo[key] = sympy.Add(*_subtree(first, saved, first_call_for).values())
-        terms.append(count * memo[key])
+        if (key, measure) not in memo:
+            memo[key, measure] = sympy.Add(*_subtree(first, saved, first_call_for, of).values())
+        terms.append(count * memo[key, measure])
     return sympy.expand(sympy.Add(sympy.Integer(0), *terms))
 
 
-def _subtree(call: Call, saved: dict, first_call_for) -> dict:
+def _subtree(call: Call, saved: dict, first_call_for, of) -> dict:
     out: dict = {}
-    for key, nbytes in saved.get(id(call), ()):
-        out.setdefault(key, nbytes)
+    for key, nbytes, elements in saved.get(id(call), ()):
+        out.setdefault(key, of(nbytes, elements))
     for ev in call.events:
         if isinstance(ev, Call) and not ev.skipped:
-            out.update(_subtree(ev, saved, first_call_for))
+            out.update(_subtree(ev, saved, first_call_for, of))
     return out
 
 

@@ -45,7 +45,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
         super().__init__()
         self.model = model
         self.originals = originals or {}    # id(fake tensor) -> the model's own tensor it stands for
-        self.saved: dict = {}               # id(call) -> [(storage key, bytes)] autograd saved while it ran
+        self.saved: dict = {}               # id(call) -> [(storage key, bytes, floating elements)] autograd saved
         self._weights: set = set()          # storages of parameters and buffers: weights, not activations
         self._weight_like: set = set()      # ids of tensors computed from weights alone
         self._symbolic = False              # the inputs' sizes are symbols
@@ -205,7 +205,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
                 p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
                 if isinstance(p, (int, float)) and p > 0:      # training draws a mask of one byte per element
                     self.saved.setdefault(id(self.stack[-1]), []).append(
-                        (("mask", id(event)), self.to_size(out.numel())))
+                        (("mask", id(event)), self.to_size(out.numel()), 0))
             for ref in _refs(enc_out):
                 if ref.value.made_by is None and ref.value.kind == "op":
                     ref.value.made_by = event

@@ -10,14 +10,15 @@ from atlas.extract.trace.recorder import Recorder
 from atlas.extract.trace.structures import Call, refs
 
 
-def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, object]:
-    """{module path: bytes} of the tensors the forward hands back inside what it returns, below its plain results:
-    the keys and values a cache object holds (transformers' DynamicCache, each layer's), or pairs nested in a tuple
-    (the legacy past_key_values); each under the module call that made it (a layer's attention), "" where no
-    recorded call did. A tensor the output is, or holds as a field or element of its own (logits, a hidden state),
-    is a result, not state; so is what a child module returned, handed back whole (a text tower's last hidden
-    state and pooled output, which a CLIP-style model returns beside its scores: "KV cache: 128 bytes per token" on
-    OWL-ViT's page). A list entry the run skipped wrote nothing: its first entry's bytes stand for it."""
+def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, tuple]:
+    """{module path: (bytes, floating elements)} of the tensors the forward hands back inside what it returns,
+    below its plain results: the keys and values a cache object holds (transformers' DynamicCache, each layer's),
+    or pairs nested in a tuple (the legacy past_key_values); each under the module call that made it (a layer's
+    attention), "" where no recorded call did. A tensor the output is, or holds as a field or element of its own
+    (logits, a hidden state), is a result, not state; so is what a child module returned, handed back whole (a
+    text tower's last hidden state and pooled output, which a CLIP-style model returns beside its scores: "KV
+    cache: 128 bytes per token" on OWL-ViT's page). A list entry the run skipped wrote nothing: its first entry's
+    bytes stand for it."""
     made_in: dict = {}              # op event -> the path of the call it ran in, made at the first state tensor
     out: dict[str, object] = {}
     seen: set = set()
@@ -34,7 +35,8 @@ def returned_state(output, expr, rec: Recorder, depth: int = 8) -> dict[str, obj
         value = rec.by_id.get(id(tensor))
         made = value.made_by if value is not None and value.obj is tensor else None
         path = made_in.get(id(made), "")
-        out[path] = out.get(path, 0) + numel * tensor.element_size()
+        nbytes, elements = out.get(path, (0, 0))
+        out[path] = (nbytes + numel * tensor.element_size(), elements + (numel if tensor.is_floating_point() else 0))
 
     def walk(value, level: int) -> None:
         if id(value) in seen or level > depth or isinstance(value, (nn.Module, str, bytes, int, float, type)):

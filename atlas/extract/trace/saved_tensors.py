@@ -24,7 +24,12 @@ class SavedTensors:
                 storage = t.untyped_storage()
                 key = storage._cdata
                 if key not in self._weights:
-                    self.saved.setdefault(id(self.stack[-1]), []).append((key, self.to_size(storage.nbytes())))
+                    nbytes = self.to_size(storage.nbytes())
+                    # a floating tensor's elements: what its bytes become in another activation dtype
+                    size = t.element_size()
+                    elements = 0 if not t.is_floating_point() else nbytes // size if isinstance(nbytes, int) \
+                        else nbytes / size
+                    self.saved.setdefault(id(self.stack[-1]), []).append((key, nbytes, elements))
             except (RuntimeError, NotImplementedError):    # a tensor without a storage of its own: nothing saved
                 pass
         self.paused += 1

@@ -144,14 +144,16 @@ class Trace:
     specialized_at: tuple = ()      # "T = 6 (zoo.py:459)": each of them, its value and where it was fixed
     pinned_at_one: tuple = ()       # the ones pinned because a size made from them was 1 there (a 1 x 1 map)
     extra: dict = field(default_factory=dict)   # module path -> its own record (a module the model never calls)
-    saved: dict | None = field(default_factory=dict)   # id(call) -> [(storage key, bytes)] saved for the backward
+    saved: dict | None = field(default_factory=dict)   # id(call) -> [(storage key, bytes, floating elements)] saved
+                                                    # for the backward
                                                     # pass; None where the forward ran only without autograd
     assumed: dict = field(default_factory=dict)  # unbacked symbol name (u0) -> the value the run assumed for it
     upper: dict = field(default_factory=dict)    # symbol name -> (the largest size the code allows, file:line)
     conditions: tuple = ()          # (a condition on the sizes a branch took, file:line): the record holds there
     branches: tuple = ()            # every such condition, as sympy relations in the model's symbols
     refused: tuple = ()             # a failed run: (symbol, size, file:line) the code compared a size with, unequal
-    returned_state: dict = field(default_factory=dict)  # module path -> bytes handed back (a cache's keys, values)
+    returned_state: dict = field(default_factory=dict)  # module path -> (bytes, floating elements) handed back
+                                                        # (a cache's keys, values)
 
     def first_calls(self) -> dict:
         """module path -> its first call in the run."""
