@@ -5,6 +5,7 @@ states its figures at. The browser evaluates them exactly; this module only choo
 from __future__ import annotations
 
 import json
+import re
 
 import sympy
 from markupsafe import escape
@@ -18,6 +19,7 @@ SHORT_NAMES = {"float64": "fp64", "float32": "fp32", "bfloat16": "bf16", "float1
 # the calculator's dtypes: (name, bytes per element as numerator, denominator); int4 is for weights only
 DTYPES = (("fp32", 4, 1), ("bf16", 2, 1), ("fp8", 1, 1), ("int4", 1, 2))
 OTHER_DTYPES = {"fp64": 8, "fp16": 2}  # a model's own dtype outside that list: offered too, at its size
+BITS = re.compile(r"(?:b?float|u?int|complex)(\d+)")     # torch's dtype names carry their width in bits
 WEIGHT_ONLY = ("int4",)
 GRADIENTS_FOR_INT4 = "bf16"     # no gradient is kept in int4: its weights' gradients are taken in this dtype
 ADAM_STATES = "fp32"            # Adam's two moment estimates, per trained parameter
@@ -73,10 +75,10 @@ def calculator_data(doc) -> dict | None:
     unread += [key for key, e in (("flops", cost.flops), ("flops_causal", cost.flops_causal))
                if e is not None and polynomial(e, symbols) is None]
     kv = summary.kv_cache_elements_per_token
-    model = dtype_name(summary.dtype)
-    if model not in OTHER_DTYPES and model not in {d for d, _, _ in DTYPES}:
-        raise ValueError(f"the calculator has no size for the model's dtype {summary.dtype!r}")
-    own = ((model, OTHER_DTYPES[model], 1),) if model in OTHER_DTYPES else ()
+    model = dtype_name(summary.dtype or "")
+    own = _own_dtype(model, summary.dtype or "")
+    if own is None:
+        return None
     return {
         "sizes": sizes,
         "pinned": dict(summary.pinned),     # sizes the formulas hold at only: no input, their values put in
@@ -92,6 +94,17 @@ def calculator_data(doc) -> dict | None:
         "trained": doc.totals.trained,
         "unread": unread,
     }
+
+
+def _own_dtype(model: str, dtype: str) -> tuple | None:
+    """The model's own dtype as a calculator row when the calculator's list lacks it (fp64, fp16, an fp8 variant:
+    its width read off torch's name), () when the list has it, None when its width cannot be known."""
+    if model in {d for d, _, _ in DTYPES}:
+        return ()
+    if model in OTHER_DTYPES:
+        return ((model, OTHER_DTYPES[model], 1),)
+    bits = BITS.match(dtype)
+    return ((model, int(bits.group(1)) // 8, 1),) if bits and int(bits.group(1)) % 8 == 0 else None
 
 
 def calculator_json(doc) -> str:
