@@ -31,7 +31,7 @@ class RoleEntry:
 
     role: str                       # one of ROLES
     component: str                  # its id
-    kind: str                       # "attention", "rmsnorm", "layernorm", "swiglu", "moe", "rotary", "learned", ...
+    kind: str                       # "mha", "gqa", "mqa", "rmsnorm", "layernorm", "swiglu", "moe", "rotary", ...
     params: tuple[tuple[str, object], ...]      # hyper-parameters as the code computes with them
     instances: int
     parameters_per_instance: int
@@ -133,6 +133,14 @@ def _entry(doc: ModelDoc, comp: Component, role: str, kind: str, params: dict, b
                      view, verified)
 
 
+def _attention_kind(attn) -> str:
+    """"mha" (a key/value head per query head), "gqa" (groups of query heads share one), "mqa" (all share one)."""
+    heads, kv = attn.get("heads"), attn.get("kv_heads", attn.get("heads"))
+    if isinstance(heads, int) and isinstance(kv, int) and kv < heads:
+        return "mqa" if kv == 1 else "gqa"
+    return "mha"
+
+
 def _attention(doc: ModelDoc) -> list[RoleEntry]:
     out = []
     for comp in _smallest(doc, ("attention",)):
@@ -146,7 +154,7 @@ def _attention(doc: ModelDoc) -> list[RoleEntry]:
         if attn.get("causal") and not attn.get("cross") and isinstance(heads, int) and \
                 isinstance(attn.get("head_dim"), int):
             kv = 2 * heads * attn.get("head_dim")
-        out.append(_entry(doc, comp, "attention", "attention", params, "attn", kv))
+        out.append(_entry(doc, comp, "attention", _attention_kind(attn), params, "attn", kv))
     return out
 
 
