@@ -55,6 +55,12 @@
     }
   }
 
+  /* The JSON as Python writes it: a formula's number may be -Infinity (a causal mask's entries), which JSON.parse
+     refuses; read as null, it is not a figure this page shows. */
+  function parse(body) {
+    return JSON.parse(body.replace(/([\[,:]\s*)(?:-?Infinity|NaN)(?=\s*[,\]}])/g, "$1null"));
+  }
+
   function Formatter(text) {
     var lang = text.language;
     var whole = new Intl.NumberFormat(lang, {maximumFractionDigits: 0});
@@ -116,17 +122,19 @@
     return el;
   }
 
-  /* One row: its label, then each model's cell; the cells marked where their texts differ. */
+  /* One row: its label, then each model's cell; the cells marked where both models have the figure and their texts
+     differ. `plain`: a row naming the components, which starts each aligned pair and is never marked. */
   function row(body, label, a, b, text, plain) {
     var tr = document.createElement("tr");
+    if (plain) { tr.className = "atlas-compare-start"; }
     var th = document.createElement("th");
     th.scope = "row";
     th.textContent = label;
     tr.appendChild(th);
     var ta = a instanceof Node ? a.textContent : a, tb = b instanceof Node ? b.textContent : b;
-    var differs = !plain && ta !== tb;
-    tr.appendChild(cell("td", a, differs && ta !== text.none, text));
-    tr.appendChild(cell("td", b, differs && tb !== text.none, text));
+    var differs = !plain && ta !== tb && ta !== text.none && tb !== text.none;    /* both have it, not alike */
+    tr.appendChild(cell("td", a, differs, text));
+    tr.appendChild(cell("td", b, differs, text));
     body.appendChild(tr);
   }
 
@@ -141,6 +149,7 @@
 
   function table(caption, names) {
     var t = document.createElement("table");
+    t.className = "atlas-compare";
     var cap = document.createElement("caption");
     cap.textContent = caption;
     t.appendChild(cap);
@@ -233,8 +242,8 @@
       if (!cache[slug]) {
         cache[slug] = fetch(models[slug].data).then(function (r) {
           if (!r.ok) { throw new Error(fill(text.failed, {url: models[slug].data})); }
-          return r.json();
-        });
+          return r.text();
+        }).then(parse);
       }
       return cache[slug];
     }
