@@ -196,7 +196,6 @@ def compare_context(docs: list[ModelDoc]) -> dict:
 
 
 def nav() -> list:
-    """The role pages and the comparison page, beside the catalog."""
+    """The comparison page (its own title) and the role pages, in a tab beside the catalog's."""
     t = titles()
-    return [{i18n.gettext("Compare"): [{i18n.gettext("Two models"): COMPARE},
-                                       *({t[role]: PAGES[role]} for role in roles.ROLES)]}]
+    return [{i18n.gettext("Compare"): [COMPARE, *({t[role]: PAGES[role]} for role in roles.ROLES)]}]
