@@ -60,7 +60,7 @@ def test_compare_deep_link_in_spanish_at_390px(server, browser):
     page.wait_for_selector('.atlas-compare-result[data-pair="llama-3-8b olmoe-1b-7b"]')
     assert page.locator("select[name=a]").input_value() == "llama-3-8b"
     a, b = _cells(page, "MLP y mezclas de expertos", "Tipo")
-    assert a.inner_text().endswith("SwiGLU densa") and b.inner_text().endswith("64 expertos (top-8)")
+    assert a.inner_text().endswith("SwiGLU denso") and b.inner_text().endswith("64 expertos (top-8)")
     a, b = _cells(page, "Totales", "Parámetros")
     assert a.inner_text().endswith("8.030.261.248")
     link = _cells(page, "Atención", "Componente")[0].locator("a")
