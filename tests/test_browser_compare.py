@@ -10,7 +10,8 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's ch
 
 
 def _open(browser, url: str, width: int = 1280):
-    page = browser.new_page(viewport={"width": width, "height": 900})
+    page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
