@@ -1,4 +1,4 @@
-"""The roles of each documented model (atlas.document.roles) and the role pages built from them: every model of the
+"""The roles of each documented model (atlas.document.role_entries) and the role pages built from them: every model of the
 docs folder listed, every row linked to a component page that exists and whose equations are verified."""
 
 import json
@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 
 from atlas import i18n
-from atlas.document import roles, serialize
+from atlas.document import role_entries, serialize
 from atlas.render import model_pages, page_paths, role_pages
 
 DOCS = ROOT / "docs"
@@ -28,7 +28,7 @@ def pages(docs):
 
 def _entries(docs, slug, role):
     doc = next(d for d in docs if d.slug == slug)
-    return [e for e in roles.of(doc) if e.role == role]
+    return [e for e in role_entries.of(doc) if e.role == role]
 
 
 def test_attention_read_off_the_idioms(docs):
@@ -55,7 +55,7 @@ def test_kv_cache_adds_up_to_the_models(docs):
         per_token = doc.cost_summary.kv_cache_bytes_per_token if doc.cost_summary else None
         if per_token is None:
             continue
-        values = sum(e.kv_cache_per_token * e.instances for e in roles.of(doc) if e.kv_cache_per_token)
+        values = sum(e.kv_cache_per_token * e.instances for e in role_entries.of(doc) if e.kv_cache_per_token)
         assert values * 4 == per_token, doc.slug
         checked += 1
     assert checked >= 3

@@ -39,7 +39,7 @@ from atlas.document import (
     Totals,
     Trait,
     calculation,
-    roles,
+    role_entries,
 )
 from atlas.document.equations_json import (
     dim_from,
@@ -246,7 +246,7 @@ def as_dict(doc: ModelDoc) -> dict:
             name: [{"value": t.value, "component": t.component, "source": t.source}
                    for t in getattr(doc.architecture, name)] for name in Architecture.FIELDS},
         "components": [component_dict(c) for c in doc.components],
-        "roles": roles.as_dicts(doc),
+        "roles": role_entries.as_dicts(doc),
         "class_uses": [{"class": u.cls, "component": u.component, "instances": u.instances, "subclass": u.subclass,
                         "attribute": u.attribute,
                         "held": [{"component": cid, "instances": n} for cid, n in u.held]} for u in doc.class_uses],

@@ -1,7 +1,7 @@
 """The role pages: one page per role (attention, normalization, MLP / MoE, positions) listing every documented model's
-components in that role side by side (atlas.document.roles), each row linked to its component's page, every figure
-that differs from the row above marked; and the page that compares two models in the browser (templates/assets/
-compare.js), from each model's published atlas.json. No torch here."""
+components in that role side by side (atlas.document.role_entries), each row linked to its component's page, every
+figure that differs from the row above marked; and the page that compares two models in the browser
+(templates/assets/compare.js), from each model's published atlas.json. No torch here."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import math
 from dataclasses import dataclass
 
 from atlas import i18n
-from atlas.document import ModelDoc, roles
+from atlas.document import ModelDoc, role_entries
 from atlas.render import page_paths
 
 FOLDER = "catalog"
-PAGES = {role: f"{FOLDER}/{role}.md" for role in roles.ROLES}
+PAGES = {role: f"{FOLDER}/{role}.md" for role in role_entries.ROLES}
 COMPARE = f"{FOLDER}/compare.md"
 
 
@@ -75,7 +75,7 @@ def value_text(value) -> str:
     return words().get(str(value), str(value))
 
 
-def kind_text(entry: roles.RoleEntry) -> str:
+def kind_text(entry: role_entries.RoleEntry) -> str:
     """The kind a row names: "GQA 32/8", "64 experts (top-8)", "RMSNorm", "rotary"."""
     if entry.role == "attention":
         heads, kv = entry.get("heads"), entry.get("kv_heads", entry.get("heads"))
@@ -95,7 +95,7 @@ class Item:
 @dataclass(frozen=True)
 class Row:
     doc: ModelDoc
-    entry: roles.RoleEntry
+    entry: role_entries.RoleEntry
     name: str                       # the component's name
     href: str                       # its page, from the role page
     kind: Item
@@ -116,7 +116,7 @@ def _equations(comp, view: str | None) -> tuple[str, ...]:
     return tuple(plain(line, names).replace("|", r"\vert ") for line in lines)
 
 
-def _flops(entry: roles.RoleEntry) -> str:
+def _flops(entry: role_entries.RoleEntry) -> str:
     from atlas.render.filters import si
     if entry.flops is None:
         return "—"
@@ -133,7 +133,7 @@ def rows(docs: list[ModelDoc], role: str) -> list[Row]:
     out: list[Row] = []
     names = labels()
     page = PAGES[role]
-    entries = [(doc, e) for doc in docs for e in roles.of(doc) if e.role == role]
+    entries = [(doc, e) for doc in docs for e in role_entries.of(doc) if e.role == role]
     never = {k for _, e in entries for k, v in e.params if v is False} - \
         {k for _, e in entries for k, v in e.params if v is not False}     # a flag no row sets says nothing
     for doc, entry in entries:
@@ -165,7 +165,7 @@ def render(docs: list[ModelDoc], env) -> dict[str, str]:
     files = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            for role in roles.ROLES:
+            for role in role_entries.ROLES:
                 table = rows(docs, role)
                 files[page_paths.localized(PAGES[role], code)] = role_t.render(
                     role=role, title=titles()[role], rows=table, kv=any(r.entry.kv_cache_per_token is not None
@@ -198,4 +198,4 @@ def compare_context(docs: list[ModelDoc]) -> dict:
 def nav() -> list:
     """The comparison page (its own title) and the role pages, in a tab beside the catalog's."""
     t = titles()
-    return [{i18n.gettext("Compare"): [COMPARE, *({t[role]: PAGES[role]} for role in roles.ROLES)]}]
+    return [{i18n.gettext("Compare"): [COMPARE, *({t[role]: PAGES[role]} for role in role_entries.ROLES)]}]
