@@ -120,3 +120,4 @@ def test_differences_from_the_row_above_are_marked(pages):
     assert "head dim: 128<br>" in olmoe            # the same as Llama's: not marked
     with i18n.language("es"):
         assert role_pages.value_text(500000.0) == "500.000" and role_pages.value_text(1e-05) == "10⁻⁵"
+        assert role_pages.value_text(0.125) == "0,125" and role_pages.value_text(True) == "sí"

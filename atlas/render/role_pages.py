@@ -71,7 +71,9 @@ def value_text(value) -> str:
         k = round(math.log10(value)) if value > 0 else None
         if k is not None and k < 0 and float(f"1e{k}") == value:
             return "10" + str(k).translate(_SUPERSCRIPT)
-        return i18n.decimal(value, 6)
+        from babel.numbers import format_decimal
+        return format_decimal(value, "#,##0.##########", locale="en_US" if i18n.active() == i18n.DEFAULT
+                              else i18n.active())
     return words().get(str(value), str(value))
 
 
