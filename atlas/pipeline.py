@@ -144,10 +144,10 @@ def generate(models: list[tuple[object, Loaded, Settings]], settings: Settings =
 
 def assemble(docs: list[ModelDoc], settings: Settings = Settings(), others: list[ModelDoc] = ()) -> Generated:
     """The pages of documented models, and the site-wide pages: the reference pages of the torch.nn classes used
-    and their index, the catalog. Those list the whole site: `docs` and `others` (models documented before, read
-    back from their JSON), every one as its JSON reads back and in slug order, so that they are the same pages
-    whichever models a run names and in whatever order."""
-    from atlas.render import model_pages, reference_pages
+    and their index, the catalog, the role pages and the comparison. Those list the whole site: `docs` and `others`
+    (models documented before, read back from their JSON), every one as its JSON reads back and in slug order, so
+    that they are the same pages whichever models a run names and in whatever order."""
+    from atlas.render import model_pages, reference_pages, role_pages
     ours = {d.slug for d in docs}
     twice = sorted(ours & {d.slug for d in others})
     if twice:
@@ -164,6 +164,7 @@ def assemble(docs: list[ModelDoc], settings: Settings = Settings(), others: list
             files.update(model_pages.render(doc, env, settings.site_url, settings.site_name, by_class))
         files.update(reference_pages.render(refs, index, site, env))
         files.update(model_pages.render_catalog(site, env))
+        files.update(role_pages.render(site, env))
         bar.update()
     return Generated(docs, files, refs, site)
 

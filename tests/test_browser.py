@@ -218,15 +218,17 @@ def test_the_crawls_open_every_english_page_and_the_spanish_ones_they_name(built
     components = {m.parent.name: len(json.loads(m.read_text())["components"]) for m in models}
     references = len(list((site / "reference").glob("*/index.html")))
     guide = len(list((site / "guide").rglob("index.html")))      # the hand-written Guide (docs/guide/)
+    catalog = len(list((site / "catalog").rglob("index.html")))  # the catalog, the comparison, the role pages
     assert len(models) == 7 and references >= 13 and (site / "reference" / "index.html").is_file() and guide > 1
-    # every component page of every model, every reference page, the reference index, the catalog, the home and
-    # the guide's pages
+    assert catalog == 2 + len({e["role"] for m in models for e in json.loads(m.read_text())["roles"]}) == 6
+    # every component page of every model, every reference page, the reference index, the catalog's pages, the home
+    # and the guide's pages
     assert english == sorted(r for r in _pages(site) if not r.startswith("es/"))
-    assert len(english) == len(set(english)) == sum(components.values()) + references + 3 + guide
+    assert len(english) == len(set(english)) == sum(components.values()) + references + 2 + catalog + guide
     spanish = groups["es"]
     ldlm = json.loads((site / "ldlm" / "atlas.json").read_text())["components"]
     parents = {c["id"].rpartition(".")[0] for c in ldlm if c["id"]}
-    assert len(spanish) == len(parents) + references + 3 + guide + len(models) - 1
+    assert len(spanish) == len(parents) + references + 2 + catalog + guide + len(models) - 1
     assert {f"es/{slug}/index.html" for slug in components} <= set(spanish)
 
 

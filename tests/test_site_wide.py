@@ -98,7 +98,7 @@ def test_one_model_then_another_make_the_site_of_both(tmp_path, specs, capsys):
     assert "../adder/drop.md" in (one_by_one / "reference" / "dropout.md").read_text()
     index = (one_by_one / "reference" / "index.md").read_text()
     assert "../adder/a.md" in index and "../lookup/emb.md" in index
-    assert _nav_models(one_by_one) == ["catalog", "adder", "lookup", "reference"]
+    assert _nav_models(one_by_one) == ["catalog", "catalog", "adder", "lookup", "reference"]   # catalog, compare
     # one build of both, in either order, writes the very same files
     assert main(["build", a, b, "--docs", str(together)]) == 0
     assert main(["build", b, "--docs", str(reversed_)]) == 0
@@ -178,7 +178,7 @@ def test_a_bare_build_and_check_take_the_models_of_mkdocs_yml(tmp_path, monkeypa
     plugin.on_config(config)
     plugin.on_shutdown()
     assert _files(project / "docs") == built
-    assert [next(iter(e)) for e in plugin.navs["en"]][:3] == ["Catalog", "GPT-2", "Sequential"]
+    assert [next(iter(e)) for e in plugin.navs["en"]][:4] == ["Catalog", "Compare", "GPT-2", "Sequential"]
     capsys.readouterr()
     assert main(["build"]) == 0
     assert SKIPPED in capsys.readouterr().out

@@ -39,6 +39,7 @@ from atlas.document import (
     Totals,
     Trait,
     calculation,
+    role_entries,
 )
 from atlas.document.equations_json import (
     dim_from,
@@ -250,6 +251,7 @@ def as_dict(doc: ModelDoc) -> dict:
             name: [{"value": t.value, "component": t.component, "source": t.source}
                    for t in getattr(doc.architecture, name)] for name in Architecture.FIELDS},
         "components": [component_dict(c) for c in doc.components],
+        "roles": role_entries.as_dicts(doc),
         "class_uses": [{"class": u.cls, "component": u.component, "instances": u.instances, "subclass": u.subclass,
                         "attribute": u.attribute,
                         "held": [{"component": cid, "instances": n} for cid, n in u.held]} for u in doc.class_uses],

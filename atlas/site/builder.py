@@ -18,7 +18,7 @@ from pathlib import Path
 
 from atlas import i18n, pipeline
 from atlas.load.settings import Settings
-from atlas.render import model_pages, reference_pages
+from atlas.render import model_pages, reference_pages, role_pages
 from atlas.site import documented, fingerprint, sync
 
 
@@ -93,7 +93,7 @@ def navigation(generated: pipeline.Generated) -> dict:
     for code in i18n.LANGUAGES:
         with i18n.language(code):
             models = [entry for doc in generated.site for entry in model_pages.nav(doc)]
-            out[code] = model_pages.catalog_nav() + models + reference_pages.nav(generated.refs)
+            out[code] = model_pages.catalog_nav() + role_pages.nav() + models + reference_pages.nav(generated.refs)
     return out
 
 
