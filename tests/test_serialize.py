@@ -21,6 +21,37 @@ def test_ldlm_json_validates(ldlm_doc):
     jsonschema.validate(_published(ldlm_doc), SCHEMA)
 
 
+def _no_constant(name):
+    raise ValueError(f"{name} is no JSON")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "docs").glob("*/atlas.json")), ids=lambda p: p.parent.name)
+def test_committed_json_is_strict_json(path):
+    """Every published atlas.json parses in a strict reader (a browser's JSON.parse): a causal mask's −∞ is the
+    string "-Infinity", read back as a float, never the bare constant Python's json writes by default."""
+    text = path.read_text()
+    json.loads(text, parse_constant=_no_constant)
+    if '"-Infinity"' in text:
+        assert float("-inf") in _numbers(serialize.loads(text))
+
+
+def _numbers(doc) -> set:
+    from atlas.document.math_tree import Number
+    found = set()
+
+    def walk_node(x):
+        if isinstance(x, Number):
+            found.add(x.value)
+        elif isinstance(x, tuple | list):
+            for v in x:
+                walk_node(v)
+        elif hasattr(x, "__dataclass_fields__"):
+            for name in x.__dataclass_fields__:
+                walk_node(getattr(x, name))
+    walk_node(doc)
+    return found
+
+
 def test_committed_json_validates():
     jsonschema.validate(json.loads((ROOT / "docs" / "ldlm" / "atlas.json").read_text()), SCHEMA)
 

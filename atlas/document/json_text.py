@@ -5,11 +5,12 @@ screen of lines."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from atlas.document.math_tree import as_data as _as_data
 
-_JSON = {"indent": 2, "ensure_ascii": False}
+_JSON = {"indent": 2, "ensure_ascii": False, "allow_nan": False}
 
 
 def dumps(data: dict) -> str:
@@ -46,8 +47,10 @@ def _with_compact(data, encode, compact):
 
     def mark(x):
         if isinstance(x, _Compact):
-            found.append(compact.encode(list(x)))
+            found.append(compact.encode(_strict(list(x))))
             return f"\x00{len(found) - 1}\x00"
+        if isinstance(x, float) and not math.isfinite(x):
+            return NON_FINITE[str(x)]
         if isinstance(x, dict):
             return {k: mark(v) for k, v in x.items()}
         if isinstance(x, list):
@@ -58,6 +61,21 @@ def _with_compact(data, encode, compact):
         if "\x00" in chunk or "\\u0000" in chunk:
             chunk = _MARKER.sub(lambda m: found[int(m.group(1))], chunk)
         yield chunk
+
+
+# JSON has no infinity: a value that is one (a mask's −∞) is written as the string JavaScript's JSON.stringify would
+# leave unquoted, so that every JSON reader parses the file; math_tree.from_data reads a Number's back as a float.
+NON_FINITE = {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}
+
+
+def _strict(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return NON_FINITE[str(x)]
+    if isinstance(x, list):
+        return [_strict(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _strict(v) for k, v in x.items()}
+    return x
 
 
 _MARKER = re.compile(r'"\\u0000(\d+)\\u0000"')

@@ -208,6 +208,8 @@ def from_data(data):
     """The node `as_data` gave."""
     if isinstance(data, list) and data and isinstance(data[0], str) and data[0] in KINDS:
         cls = KINDS[data[0]]
+        if cls is Number and isinstance(data[1], str):      # a non-finite value, as json_text writes it
+            return Number(float(data[1]))
         return cls(*(_field(v) for v in data[1:]))
     return _field(data)
 

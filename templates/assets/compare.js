@@ -55,12 +55,6 @@
     }
   }
 
-  /* The JSON as Python writes it: a formula's number may be -Infinity (a causal mask's entries), which JSON.parse
-     refuses; read as null, it is not a figure this page shows. */
-  function parse(body) {
-    return JSON.parse(body.replace(/([\[,:]\s*)(?:-?Infinity|NaN)(?=\s*[,\]}])/g, "$1null"));
-  }
-
   function Formatter(text) {
     var lang = text.language;
     var whole = new Intl.NumberFormat(lang, {maximumFractionDigits: 0});
@@ -242,8 +236,8 @@
       if (!cache[slug]) {
         cache[slug] = fetch(models[slug].data).then(function (r) {
           if (!r.ok) { throw new Error(fill(text.failed, {url: models[slug].data})); }
-          return r.text();
-        }).then(parse);
+          return r.json();
+        });
       }
       return cache[slug];
     }
