@@ -10,7 +10,7 @@ import jinja2
 
 from atlas import i18n
 from atlas.document import ModelDoc, serialize
-from atlas.render import citation, diagram, json_export, page_paths, tree_html, view_data
+from atlas.render import citation, diagram, json_export, own_words, page_paths, tree_html, view_data
 from atlas.render.filters import FILTERS, calculation, repeat_label, thousands
 from atlas.resources import TEMPLATES
 
@@ -58,6 +58,7 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
     env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)   # the active language's catalog
     env.filters.update(FILTERS)
     env.filters["tree_item"] = tree_html.tree_item
+    env.filters.update(own_summary=own_words.summary, quoted=own_words.quoted)
     return env
 
 
@@ -161,7 +162,7 @@ def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str |
     files: dict[str, str] = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            files.update(_pages(doc, env, site_url, site_name, references))
+            files.update(_pages(own_words.localized(doc), env, site_url, site_name, references))
     for comp in doc.components:
         files[page_paths.data_path(doc, comp)] = serialize.dumps(
             json_export.component_page(doc, comp, page_paths.permalink(doc, comp, site_url)))
@@ -206,6 +207,7 @@ def catalog_nav() -> list:
 
 def nav(doc: ModelDoc) -> list:
     """The mkdocs nav for one model, in tree order: composites are sections with their page first."""
+    doc = own_words.localized(doc)
 
     def entry(comp):
         page = page_paths.page_path(doc, comp)
