@@ -10,7 +10,7 @@ import jinja2
 
 from atlas import i18n
 from atlas.document import ModelDoc, serialize
-from atlas.render import citation, diagram, json_export, own_words, page_paths, tree_html, view_data
+from atlas.render import citation, diagram, json_export, own_words, page_paths, tex_numbers, tree_html, view_data
 from atlas.render.filters import FILTERS, calculation, repeat_label, thousands
 from atlas.resources import TEMPLATES
 
@@ -182,9 +182,10 @@ def _pages(doc: ModelDoc, env: jinja2.Environment, site_url: str | None, site_na
             raise ValueError(f"two components map to the page {path}")
         context = component_context(doc, comp, site_url, site_name, references)
         if comp.id:
-            files[path] = component_t.render(**context)
+            page = component_t.render(**context)
         else:
-            files[path] = model_t.render({**context, **model_context(doc)})
+            page = model_t.render({**context, **model_context(doc)})
+        files[path] = tex_numbers.localized_page(page)
     return files
 
 
@@ -196,7 +197,8 @@ def render_catalog(docs, env: jinja2.Environment | None = None) -> dict[str, str
     files = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            files[page_paths.localized(comparison.PAGE, code)] = template.render(rows=comparison.rows(docs), docs=docs)
+            files[page_paths.localized(comparison.PAGE, code)] = tex_numbers.localized_page(
+                template.render(rows=comparison.rows(docs), docs=docs))
     return files
 
 
