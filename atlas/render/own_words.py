@@ -27,6 +27,18 @@ from atlas.i18n import Text
 _WORD = re.compile(r"[A-Z]?[a-z]{2,}")      # a word of prose: "Projection", "encoder"; not "MLP", "FC1", "LayerNorm"
 
 
+class Translated(str):
+    """An author's name in the page's language, which still knows the English it translates (`source`): the
+    noun that counts its repeats ("one of 6 blocks") is read off the English."""
+
+    source: str
+
+    def __new__(cls, text: str, source: str):
+        self = super().__new__(cls, text)
+        self.source = source
+        return self
+
+
 def localized(doc: ModelDoc) -> ModelDoc:
     """The model with its components' names and sentences in the active language; English is the source."""
     if i18n.active() == i18n.DEFAULT:
@@ -38,7 +50,7 @@ def component(comp: Component) -> Component:
     changes = {}
     translated = translation(comp.name)
     if translated is not None:
-        changes.update(name=translated, name_is_prose=True)
+        changes.update(name=Translated(translated, comp.name), name_is_prose=True)
     elif comp.id and comp.name_is_prose and read_off_identifier(comp):
         changes.update(name=identifier(comp), name_is_prose=False)
     for field in ("summary", "reconstruction"):
