@@ -75,7 +75,10 @@ def english_blocks(page: str) -> list[str]:
     parser.feed(page)
     parser.close()
     return [b for b in parser.blocks
-            if sum(w.lower() in ENGLISH_WORDS for w in re.findall(r"[A-Za-z]+(?:'[a-z]+)?", b)) >= 2]
+            if sum(w.lower() in ENGLISH_WORDS for w in re.findall(_WORD, b)) >= 2]
+
+
+_WORD = re.compile(r"\w+(?:\.\w+)*(?:'[a-z]+)?")     # an identifier (fc_in, mlp.fc_in) is one word, none of English's
 
 
 _MATH_LABEL = re.compile(r'class="arithmatex"[^>]*?aria-label="([^"]*)"')

@@ -43,16 +43,56 @@ def localized(doc: ModelDoc) -> ModelDoc:
     """The model with its components' names and sentences in the active language; English is the source."""
     if i18n.active() == i18n.DEFAULT:
         return doc
-    return replace(doc, components=tuple(component(c) for c in doc.components))
+    named = {c.id: component(c) for c in doc.components}
+    renamed: dict[str, set] = {}
+    for c in doc.components:
+        if named[c.id].name != c.name:
+            renamed.setdefault(c.name, set()).add(named[c.id].name)
+    names = {old: new.pop() for old, new in renamed.items() if len(new) == 1}     # an English name read one way
+    before = {c.id: c for c in doc.components}
+    return replace(doc, components=tuple(_sentences(named[c.id], before, named, names) for c in doc.components))
+
+
+def _sentences(comp: Component, before: dict, named: dict, names: dict) -> Component:
+    """The sentences the analysis wrote about a component, its equations' sections and its diagram's boxes, with the
+    names they hold as the page now writes them ("inside GPT-2, latent_encoder, Denoiser and latent_decoder")."""
+    if not names:
+        return comp
+    changes = {"claims": tuple(replace(c, text=renamed_in(c.text, names)) for c in comp.claims),
+               "explanation": tuple(renamed_in(t, names) for t in comp.explanation)}
+    eq = comp.equations
+    if eq is not None:
+        sections = lambda steps: tuple(replace(st, section=names.get(st.section, st.section)) for st in steps)  # noqa: E731
+        paper = eq.paper if eq.paper is None else replace(eq.paper, steps=sections(eq.paper.steps))
+        changes["equations"] = replace(eq, steps=sections(eq.steps), paper=paper)
+    if comp.flow is not None:
+        nodes = tuple(replace(n, label=named[n.component].name)
+                      if n.component in named and n.label == before[n.component].name else n for n in comp.flow.nodes)
+        changes["flow"] = replace(comp.flow, nodes=nodes)
+    return replace(comp, **changes)
+
+
+def renamed_in(text, names: dict):
+    """A sentence (Text) with the component names among its arguments, in lists too, renamed."""
+    if not isinstance(text, Text):
+        return text
+
+    def mapped(value):
+        if isinstance(value, Text):
+            return renamed_in(value, names)
+        if isinstance(value, (list, tuple)):
+            return type(value)(mapped(v) for v in value)
+        return names.get(value, value) if isinstance(value, str) else value
+    return Text(text.msgid, _plural=text.plural, _n=text.n, _lower=text.initial_lower,
+                **{k: mapped(v) for k, v in text.args})
 
 
 def component(comp: Component) -> Component:
     changes = {}
-    translated = translation(comp.name)
-    if translated is not None:
+    if comp.id and comp.name_is_prose and read_off_identifier(comp):    # before the catalogs: "Attention" of
+        changes.update(name=identifier(comp), name_is_prose=False)      # `attention` is `attention`, as `self_attn`
+    elif (translated := translation(comp.name)) is not None:
         changes.update(name=Translated(translated, comp.name), name_is_prose=True)
-    elif comp.id and comp.name_is_prose and read_off_identifier(comp):
-        changes.update(name=identifier(comp), name_is_prose=False)
     for field in ("summary", "reconstruction"):
         text = translation(getattr(comp, field))
         if text is not None:

@@ -27,5 +27,6 @@ def marked_content(html: str, language: str) -> str:
 
 
 def marked_page(output: str) -> str:
-    """A built page whose table of contents (the theme's secondary nav, the page's headings) is marked English."""
-    return output.replace(_TOC, f'{_TOC} lang="{i18n.DEFAULT}"', 1)
+    """A built page whose table of contents (the theme's secondary nav, the page's headings, in the sidebar and in
+    the primary nav that holds it on narrow screens) is marked English."""
+    return output.replace(_TOC, f'{_TOC} lang="{i18n.DEFAULT}"')
