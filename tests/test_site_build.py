@@ -203,8 +203,8 @@ def test_the_plugin_sets_up_what_the_pages_need(tmp_path):
     assert config.mdx_configs["pymdownx.arithmatex"] == {"generic": True}
     assert config.markdown_extensions.count("pymdownx.tabbed") == 1
     assert config.theme.dirs[0] == str(THEME) and config.theme.dirs.count(str(THEME)) == 1
-    assert config.extra_css == ["assets/katex/katex.min.css", "assets/atlas.css"]
-    assert [str(s) for s in config.extra_javascript] == ["assets/atlas.js"]
+    assert config.extra_css == ["assets/katex/katex.min.css", "assets/atlas.css", "assets/language.css"]
+    assert [str(s) for s in config.extra_javascript] == ["assets/atlas.js", "assets/language.js"]
     (tmp_path / "mkdocs.yml").write_text("site_name: t\ntheme: material\nplugins:\n  - atlas\n"
                                          "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: false\n")
     config = load_config(str(tmp_path / "mkdocs.yml"))
