@@ -132,6 +132,16 @@ def test_numbers_in_formulas_follow_the_language():
     assert localized_page(page, "en") == page
 
 
+def test_decimals_in_sentences_follow_the_language():
+    from atlas.i18n import msg
+    rate, rates = msg("dropout %(p)s", p="0.1"), msg("dropout %(p)s", p="0.1, 0.2")
+    tiny, word = msg("dropout %(p)s", p="1e-05"), msg("%(setting)s %(value)s", setting="mode", value="arXiv 2605.07933")
+    assert [i18n.render(t) for t in (rate, rates, tiny)] == ["dropout 0.1", "dropout 0.1, 0.2", "dropout 1e-05"]
+    with i18n.language("es"):
+        assert [i18n.render(t) for t in (rate, rates, tiny, word)] == \
+            ["dropout 0,1", "dropout 0,1 y 0,2", "dropout 1e-05", "mode arXiv 2605.07933"]
+
+
 def test_names_read_off_identifiers_are_the_identifiers_in_spanish():
     from types import SimpleNamespace
 
