@@ -6,8 +6,8 @@ def test_numbers():
     assert filters.tex_thousands(9216) == "9{,}216"
     from atlas import i18n
     with i18n.language("es"):           # grouped as the Spanish text groups: not 4 digits, then by points
-        assert (filters.tex_thousands(9216), filters.tex_thousands(16515072)) == ("9216", "16.515.072")
-        assert filters.cost_tex("6144*B*T**2 + 16515072*B*T") == "6144\\,B\\,T^{2}+16.515.072\\,B\\,T"
+        assert (filters.tex_thousands(9216), filters.tex_thousands(16515072)) == ("9216", "16{.}515{.}072")
+        assert filters.cost_tex("6144*B*T**2 + 16515072*B*T") == "6144\\,B\\,T^{2}+16{.}515{.}072\\,B\\,T"
     assert filters.cost_tex("6144*B*T**2 + 16515072*B*T") == "6{,}144\\,B\\,T^{2}+16{,}515{,}072\\,B\\,T"
     assert filters.signed(-114300698) == "−114,300,698"
     assert filters.signed(0) == "0"

@@ -203,12 +203,13 @@ def test_the_plugin_sets_up_what_the_pages_need(tmp_path):
     assert config.mdx_configs["pymdownx.arithmatex"] == {"generic": True}
     assert config.markdown_extensions.count("pymdownx.tabbed") == 1
     assert config.theme.dirs[0] == str(THEME) and config.theme.dirs.count(str(THEME)) == 1
-    # every stylesheet of the assets folder, in name order (atlas.css, catalog.css, citation.css, ...)
+    # every stylesheet and script of the assets folder, in name order (atlas.css, catalog.css, citation.css, ...)
     from atlas.resources import TEMPLATES
     sheets = sorted(p.name for p in (TEMPLATES / "assets").glob("*.css"))
-    assert "atlas.css" in sheets and "citation.css" in sheets
+    scripts = sorted(p.name for p in (TEMPLATES / "assets").glob("*.js"))
+    assert {"atlas.css", "citation.css", "language.css"} <= set(sheets) and {"atlas.js", "language.js"} <= set(scripts)
     assert config.extra_css == ["assets/katex/katex.min.css", *(f"assets/{name}" for name in sheets)]
-    assert [str(s) for s in config.extra_javascript] == ["assets/atlas.js"]
+    assert [str(s) for s in config.extra_javascript] == [f"assets/{name}" for name in scripts]
     (tmp_path / "mkdocs.yml").write_text("site_name: t\ntheme: material\nplugins:\n  - atlas\n"
                                          "markdown_extensions:\n  - pymdownx.arithmatex:\n      generic: false\n")
     config = load_config(str(tmp_path / "mkdocs.yml"))

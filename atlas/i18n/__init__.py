@@ -17,6 +17,7 @@ import contextvars
 import functools
 import gettext as _gettext
 import io
+import re
 from pathlib import Path
 
 DEFAULT = "en"
@@ -212,7 +213,21 @@ def _arg(value) -> str:
         return number(value)
     if isinstance(value, (list, tuple)):
         return conjunction(value)
+    if isinstance(value, str) and active() != DEFAULT and _DECIMALS.fullmatch(value):
+        return _decimal_marked(value)
     return str(value)
+
+
+# an argument that is a decimal number, or a list of them, as the analysis writes them ("0.1", "0.1, 0.2"): in
+# another language it gets that language's decimal mark ("0,1"); e-notation and any other text stay as they are
+_DECIMALS = re.compile(r"-?\d+\.\d+(?:, -?\d+\.\d+)*")
+
+
+def _decimal_marked(value: str) -> str:
+    from babel.numbers import get_decimal_symbol
+    mark = get_decimal_symbol(active())
+    numbers = [n.replace(".", mark) for n in value.split(", ")]
+    return conjunction(numbers) if len(numbers) > 1 else numbers[0]
 
 
 def _format(template: str, args: tuple) -> str:

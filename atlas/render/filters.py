@@ -24,9 +24,9 @@ def thousands(n: int) -> str:
 
 
 def tex_thousands(n: int) -> str:
-    """12345 -> "12{,}345" in English, "12.345" in Spanish: a number inside LaTeX grouped as the page's text groups
-    it (a comma braced, so that LaTeX sets no space after it)."""
-    return i18n.number(int(n)).replace(",", "{,}")
+    """12345 -> "12{,}345" in English, "12{.}345" in Spanish: a number inside LaTeX grouped as the page's text
+    groups it, its separator braced (LaTeX sets no space after it, and no separator reads as a decimal mark)."""
+    return re.sub(r"(?<=\d)([^\d])(?=\d)", r"{\1}", i18n.number(int(n)))
 
 
 def shape(dims) -> str:

@@ -10,7 +10,7 @@ import jinja2
 
 from atlas import i18n
 from atlas.document import ModelDoc, serialize
-from atlas.render import citation, diagram, json_export, page_paths, tree_html, view_data
+from atlas.render import citation, diagram, json_export, own_words, page_paths, tex_numbers, tree_html, view_data
 from atlas.render.calculator_data import CALCULATOR_FILTERS
 from atlas.render.filters import FILTERS, calculation, repeat_label, thousands
 from atlas.resources import TEMPLATES
@@ -60,6 +60,7 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
     env.filters.update(FILTERS)
     env.filters.update(CALCULATOR_FILTERS)
     env.filters["tree_item"] = tree_html.tree_item
+    env.filters.update(own_summary=own_words.summary, quoted=own_words.quoted)
     return env
 
 
@@ -165,7 +166,7 @@ def render(doc: ModelDoc, env: jinja2.Environment | None = None, site_url: str |
     files: dict[str, str] = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            files.update(_pages(doc, env, site_url, site_name, references))
+            files.update(_pages(own_words.localized(doc), env, site_url, site_name, references))
     for comp in doc.components:
         files[page_paths.data_path(doc, comp)] = serialize.dumps(
             json_export.component_page(doc, comp, page_paths.permalink(doc, comp, site_url)))
@@ -185,9 +186,10 @@ def _pages(doc: ModelDoc, env: jinja2.Environment, site_url: str | None, site_na
             raise ValueError(f"two components map to the page {path}")
         context = component_context(doc, comp, site_url, site_name, references)
         if comp.id:
-            files[path] = component_t.render(**context)
+            page = component_t.render(**context)
         else:
-            files[path] = model_t.render({**context, **model_context(doc)})
+            page = model_t.render({**context, **model_context(doc)})
+        files[path] = tex_numbers.localized_page(page)
     return files
 
 
@@ -199,7 +201,8 @@ def render_catalog(docs, env: jinja2.Environment | None = None) -> dict[str, str
     files = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
-            files[page_paths.localized(comparison.PAGE, code)] = template.render(rows=comparison.rows(docs), docs=docs)
+            files[page_paths.localized(comparison.PAGE, code)] = tex_numbers.localized_page(
+                template.render(rows=comparison.rows(docs), docs=docs))
     return files
 
 
@@ -210,6 +213,7 @@ def catalog_nav() -> list:
 
 def nav(doc: ModelDoc) -> list:
     """The mkdocs nav for one model, in tree order: composites are sections with their page first."""
+    doc = own_words.localized(doc)
 
     def entry(comp):
         page = page_paths.page_path(doc, comp)

@@ -14,7 +14,7 @@ from atlas import i18n
 from atlas.analyse.reference import class_pages
 from atlas.analyse.reference.class_uses import Index
 from atlas.document import ModelDoc
-from atlas.render import page_paths
+from atlas.render import page_paths, tex_numbers
 
 INDEX = "reference/index.md"
 
@@ -37,10 +37,10 @@ def render(refs, index: Index, docs: list[ModelDoc], env: jinja2.Environment) ->
         with i18n.language(code):
             for ref in refs:
                 here = f"reference/{ref.slug}.md"
-                files[page_paths.localized(here, code)] = page_t.render(
-                    ref=ref, href=_linker(here, docs), language=code, translated=class_pages.translated)
-            files[page_paths.localized(INDEX, code)] = index_t.render(
-                index=index, href=_linker(INDEX, docs), language=code)
+                files[page_paths.localized(here, code)] = tex_numbers.localized_page(page_t.render(
+                    ref=ref, href=_linker(here, docs), language=code, translated=class_pages.translated))
+            files[page_paths.localized(INDEX, code)] = tex_numbers.localized_page(index_t.render(
+                index=index, href=_linker(INDEX, docs), language=code))
     return files
 
 

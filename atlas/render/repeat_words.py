@@ -5,10 +5,13 @@ adds is the count and, where the name ends in a noun the catalogs know (block, l
 noun in the page's language, so that it agrees with the count and with what surrounds it:
 
 - English: "6 encoder blocks", "one of 6 blocks", "× 6 blocks";
-- Spanish: "6 bloques encoder", "uno de 6 bloques", "× 6 bloques"; "una de 32 capas".
+- Spanish: "6 bloques", "uno de 6 bloques", "× 6 bloques"; "una de 32 capas".
 
 A name that ends in any other word, or a class name, is counted with a sign, the same in every language
-("6 × MLP", "32 × LlamaDecoderLayer"), and its instances are "instances" ("una de 6 instancias").
+("6 × MLP", "32 × LlamaDecoderLayer"), and its instances are "instances" ("una de 6 instancias"). So is, in
+another language than English, a name with words before its noun, which are English (an author's "Encoder block":
+"6 × Encoder block"), or their translation ("6 × Bloque codificador"): its instances are still counted by the
+English noun ("uno de 6 bloques").
 The noun of a class name is its last capitalized word: LlamaDecoderLayer counts layers.
 """
 
@@ -60,7 +63,7 @@ INSTANCES = Noun(lambda n: msgn("%(n)s instance", "%(n)s instances", n),
 def head_noun(comp) -> str | None:
     """The noun a component's name ends in, when the catalogs count it: "Encoder block" -> "block"."""
     if comp.name_is_prose:
-        words = comp.name.split()
+        words = getattr(comp.name, "source", comp.name).split()     # a translated name's English (own_words)
         word = words[-1].lower() if words else ""
     else:
         parts = re.findall(r"[A-Z][a-z]+", comp.name)
@@ -79,8 +82,10 @@ def label(comp) -> str:
         return comp.name
     word = head_noun(comp)
     if word is None or not comp.name_is_prose:
-        return f"{comp.repeat} × {comp.name}"
+        return f"{comp.repeat} × {i18n.render(comp.name)}"
     before = names.lower_first(comp.name)[: -len(word)].strip()
+    if before and i18n.active() != i18n.DEFAULT:    # the words before the noun are English: not inside a sentence
+        return f"{comp.repeat} × {i18n.render(comp.name)}"
     noun = NOUNS[word]
     return i18n.render(noun.named(comp.repeat, before) if before else noun.count(comp.repeat))
 

@@ -4,7 +4,8 @@
     python -m atlas.site.message_catalogs check      # exit 1 and list every message without a translation
 
 Domains:
-- atlas: the templates (jinja2's i18n extension) and the generator's sentences (`msg`, `msgn`);
+- atlas: the templates (jinja2's i18n extension), the generator's sentences (`msg`, `msgn`) and the zoo models'
+  names and sentences that are the site's own words (`own_words`);
 - reference: the reference pages' data files and the docstring parameter texts of their classes.
 """
 
@@ -21,7 +22,7 @@ from babel.messages.pofile import read_po, write_po
 from atlas import i18n
 from atlas.resources import PACKAGE, TEMPLATES
 
-KEYWORDS = {"msg": None, "msgn": (1, 2), "_": None, "gettext": None, "ngettext": (1, 2)}
+KEYWORDS = {"msg": None, "msgn": (1, 2), "_": None, "gettext": None, "ngettext": (1, 2), "own_words": None}
 JINJA_OPTIONS = {"extensions": "jinja2.ext.i18n", "trimmed": "true", "trim_blocks": "true", "lstrip_blocks": "true"}
 # Catalog dates are fixed so that `update` without a change in the messages changes no byte.
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)

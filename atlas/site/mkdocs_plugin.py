@@ -29,7 +29,7 @@ from atlas import i18n
 from atlas.errors import AtlasError
 from atlas.load import memory
 from atlas.load.settings import Settings, mkdocs_settings
-from atlas.site import builder, home_models, katex, plugin_models, search_index, search_text, site_setup
+from atlas.site import builder, home_models, katex, plugin_models, search_index, search_text, site_setup, untranslated
 
 log = logging.getLogger("mkdocs.plugins.atlas")
 
@@ -131,10 +131,15 @@ class AtlasPlugin(BasePlugin[AtlasConfig]):
             return home_models.fill(markdown, page.file.src_uri, Path(config.docs_dir))
 
     def on_page_content(self, html, page, config, files):
+        language = building_language(config)
+        if untranslated.is_untranslated(page.file.src_uri, language):
+            html = untranslated.marked_content(html, language)
         return katex.exclude_from_search(html)
 
     def on_post_page(self, output, page, config):
         """The page's math rendered by KaTeX, once the search has read the page (katex.exclude_from_search)."""
+        if untranslated.is_untranslated(page.file.src_uri, building_language(config)):
+            output = untranslated.marked_page(output)
         try:
             return self.katex.page(output, page.file.src_uri)
         except AtlasError as exc:

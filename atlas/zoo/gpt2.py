@@ -12,6 +12,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from atlas.zoo import own_words
+
 
 @dataclass(frozen=True)
 class GPT2Config:
@@ -26,7 +28,7 @@ class GPT2Config:
 class CausalSelfAttention(nn.Module):
     """Causal multi-head self-attention with a fused query/key/value projection."""
 
-    atlas_name = "Causal self-attention"
+    atlas_name = own_words("Causal self-attention")
 
     def __init__(self, cfg: GPT2Config) -> None:
         super().__init__()
@@ -61,7 +63,7 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-norm transformer block: attention, then MLP, each added to the residual stream."""
 
-    atlas_name = "Transformer block"
+    atlas_name = own_words("Transformer block")
 
     def __init__(self, cfg: GPT2Config) -> None:
         super().__init__()
@@ -79,7 +81,7 @@ class Block(nn.Module):
 class GPT2Model(nn.Module):
     """Token and position embeddings, the transformer blocks and a final LayerNorm."""
 
-    atlas_name = "GPT-2 trunk"
+    atlas_name = own_words("GPT-2 trunk")
 
     def __init__(self, cfg: GPT2Config) -> None:
         super().__init__()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from atlas.zoo import own_words
 from atlas.zoo.gpt2 import GPT2, GPT2Config
 
 
@@ -44,7 +45,7 @@ class LDLMConfig:
 class ScaledRMSNorm(nn.Module):
     """RMS-style normalization with a learned gain: the features are divided by their root mean square, floored at eps."""
 
-    atlas_name = "RMS norm"
+    atlas_name = own_words("RMS norm")
 
     def __init__(self, features: int, eps: float) -> None:
         super().__init__()
@@ -60,7 +61,7 @@ class ScaledRMSNorm(nn.Module):
 class PerceiverAttention(nn.Module):
     """Attention from the latents to the latents and the features, with query/key normalization and softcapped logits."""
 
-    atlas_name = "Perceiver attention"
+    atlas_name = own_words("Perceiver attention")
 
     def __init__(self, cfg: LDLMConfig) -> None:
         super().__init__()
@@ -135,21 +136,22 @@ class PerceiverBlock(nn.Module):
 class EncoderBlock(PerceiverBlock):
     """Perceiver attention from the latents to the latents and the features, then an MLP, each added to the latents."""
 
-    atlas_name = "Encoder block"
+    atlas_name = own_words("Encoder block")
 
 
 class DecoderBlock(PerceiverBlock):
     """Perceiver attention from the token queries to the queries and the latents, then an MLP, each added to the queries."""
 
-    atlas_name = "Decoder block"
-    atlas_reconstruction = "The decoder's blocks are taken to be of the encoder's kind, as in the authors' earlier public code."
+    atlas_name = own_words("Decoder block")
+    atlas_reconstruction = own_words(
+        "The decoder's blocks are taken to be of the encoder's kind, as in the authors' earlier public code.")
 
 
 class FeatureStandardizer(nn.Module):
     """Standardize GPT-2's features with stored per-feature statistics, which are not trained."""
 
-    atlas_name = "Feature standardizer"
-    atlas_reconstruction = (
+    atlas_name = own_words("Feature standardizer")
+    atlas_reconstruction = own_words(
         "Stored feature mean and standard deviation, as in the authors' earlier public code; "
         "counting them as frozen parameters is inferred from the published frozen total."
     )
@@ -206,7 +208,7 @@ class TimeEmbedding(nn.Module):
 class SelfAttention(nn.Module):
     """Bidirectional multi-head self-attention over the latents."""
 
-    atlas_name = "Self-attention"
+    atlas_name = own_words("Self-attention")
 
     def __init__(self, cfg: LDLMConfig) -> None:
         super().__init__()
@@ -230,7 +232,7 @@ class SelfAttention(nn.Module):
 class DenoiserLayer(nn.Module):
     """Pre-norm transformer layer: self-attention, then an MLP, each added to the latents."""
 
-    atlas_name = "Denoiser layer"
+    atlas_name = own_words("Denoiser layer")
 
     def __init__(self, cfg: LDLMConfig) -> None:
         super().__init__()
@@ -247,7 +249,7 @@ class DenoiserLayer(nn.Module):
 class Denoiser(nn.Module):
     """Predict clean latents from noisy ones, conditioned on the diffusion time and on the previous estimate (self-conditioning)."""
 
-    atlas_reconstruction = (
+    atlas_reconstruction = own_words(
         "The paper's denoiser is not public; this is a transformer of 12 layers, 12 heads and width 768 "
         "with time conditioning and self-conditioning, as third-party summaries and the authors' earlier code describe."
     )
@@ -274,7 +276,7 @@ class Denoiser(nn.Module):
 class LatentDecoder(nn.Module):
     """Token queries (a mask vector plus positions) attend to the latents through Perceiver blocks; a head maps them to GPT-2's hidden size."""
 
-    atlas_reconstruction = (
+    atlas_reconstruction = own_words(
         "The paper's decoder is not public; its queries, blocks and head follow the authors' earlier public code."
     )
 

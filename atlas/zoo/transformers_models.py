@@ -8,6 +8,8 @@ Each factory is a SPEC: `atlas.zoo.transformers_models:llama3_8b`. They need the
 
 from __future__ import annotations
 
+from atlas.zoo import own_words
+
 
 def _named(model, name: str, summary: str):
     """The display name and the one-sentence summary the pages use (the class names say less)."""
@@ -24,7 +26,7 @@ def llama3_8b():
                            rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=False,
                            bos_token_id=128000, eos_token_id=128001)
     return _named(T.LlamaForCausalLM(config), "Llama 3 8B",
-                  "A decoder-only language model with grouped-query attention, rotary positions and SwiGLU MLPs.")
+                  own_words("A decoder-only language model with grouped-query attention, rotary positions and SwiGLU MLPs."))
 
 
 def olmoe_1b_7b():
@@ -35,14 +37,14 @@ def olmoe_1b_7b():
                            rope_theta=10000.0, rms_norm_eps=1e-5, num_experts=64, num_experts_per_tok=8,
                            tie_word_embeddings=False, pad_token_id=1, eos_token_id=50279)
     return _named(T.OlmoeForCausalLM(config), "OLMoE 1B-7B",
-                  "A decoder-only mixture-of-experts language model: each token is routed to 8 of 64 expert MLPs.")
+                  own_words("A decoder-only mixture-of-experts language model: each token is routed to 8 of 64 expert MLPs."))
 
 
 def bert_base():
     """Google's BERT-base, uncased: a bidirectional encoder."""
     import transformers as T
     return _named(T.BertModel(T.BertConfig(vocab_size=30522)), "BERT base",
-                  "An encoder-only transformer: every position attends to every other, in both directions.")
+                  own_words("An encoder-only transformer: every position attends to every other, in both directions."))
 
 
 def vit_base():
@@ -50,7 +52,7 @@ def vit_base():
     import transformers as T
     config = T.ViTConfig(image_size=224, patch_size=16, num_labels=1000)
     return _named(T.ViTForImageClassification(config), "ViT-B/16",
-                  "A vision transformer: the image is cut into 16 × 16 patches, read as a sequence by an encoder.")
+                  own_words("A vision transformer: the image is cut into 16 × 16 patches, read as a sequence by an encoder."))
 
 
 def whisper_base():
@@ -62,5 +64,5 @@ def whisper_base():
                              pad_token_id=50257, bos_token_id=50257, eos_token_id=50257,
                              decoder_start_token_id=50258)
     return _named(T.WhisperForConditionalGeneration(config), "Whisper base",
-                  "An encoder-decoder speech recognizer: a convolutional and transformer encoder over log-mel "
-                  "frames, and a text decoder that attends to it.")
+                  own_words("An encoder-decoder speech recognizer: a convolutional and transformer encoder over "
+                            "log-mel frames, and a text decoder that attends to it."))
