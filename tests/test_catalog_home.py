@@ -93,6 +93,8 @@ def test_a_page_elsewhere_links_up_and_a_page_without_the_marker_is_unchanged(tm
     listed = home_models.fill(f"# Models\n\n{home_models.MARKER}\n", "guide/models.md", DOCS)
     assert "](../ldlm/index.md): " in listed
     assert home_models.fill("# Guide\n", "guide/index.md", DOCS) == "# Guide\n"
+    quoted = f"Place `{home_models.MARKER}` on a page.\n\n```\n{home_models.MARKER}\n```\n"
+    assert home_models.fill(quoted, "guide/pages.md", DOCS) == quoted     # in code it is text, not a marker
     with i18n.language("es"):
         assert home_models.fill(home_models.MARKER, "index.es.md", tmp_path) == \
             "Aún no hay ningún modelo documentado: `atlas build` escribe sus páginas."

@@ -57,7 +57,15 @@ def _summary(text: str) -> str:
 
 
 def fill(markdown: str, page: str, docs: Path) -> str:
-    """The page's Markdown with the marker replaced by the list; a page without the marker unchanged."""
+    """The page's Markdown with each marker that stands on a line of its own, outside fenced code, replaced by the
+    list; a page without one unchanged (a marker quoted in code, `<!-- atlas:models -->`, stays as written)."""
     if MARKER not in markdown:
         return markdown
-    return markdown.replace(MARKER, listing(models(docs), page))
+    lines, fence, found = markdown.split("\n"), None, False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fence = None if fence and stripped.startswith(fence) else fence or stripped[:3]
+        elif fence is None and stripped == MARKER:
+            lines[i], found = listing(models(docs), page), True
+    return "\n".join(lines) if found else markdown
