@@ -195,14 +195,17 @@ def _pages(doc: ModelDoc, env: jinja2.Environment, site_url: str | None, site_na
 
 def render_catalog(docs, env: jinja2.Environment | None = None) -> dict[str, str]:
     """catalog/index.md in every language: the table that compares the documented models."""
-    from atlas.render import comparison
+    from atlas.render import comparison, role_pages
     env = env or environment()
     template = env.get_template("catalog.md.j2")
     files = {}
     for code in i18n.LANGUAGES:
         with i18n.language(code):
+            roles = [(title, page_paths.link(comparison.PAGE, role_pages.PAGES[role]))
+                     for role, title in role_pages.titles().items()]
             files[page_paths.localized(comparison.PAGE, code)] = tex_numbers.localized_page(
-                template.render(rows=comparison.rows(docs), docs=docs))
+                template.render(rows=comparison.rows(docs), docs=docs, roles=roles,
+                                compare=page_paths.link(comparison.PAGE, role_pages.COMPARE)))
     return files
 
 
