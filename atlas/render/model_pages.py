@@ -12,6 +12,7 @@ from atlas import i18n
 from atlas.document import ModelDoc, serialize
 from atlas.render import citation, diagram, json_export, page_paths, tree_html, view_data
 from atlas.render.filters import FILTERS, calculation, repeat_label, thousands
+from atlas.render.line_breaks import LINE_FILTERS
 from atlas.render.symbol_facts import SYMBOL_FILTERS
 from atlas.resources import TEMPLATES
 
@@ -57,7 +58,7 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
     )
     env.policies["ext.i18n.trimmed"] = True     # a {% trans %} block's line breaks are not part of its message
     env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)   # the active language's catalog
-    env.filters.update(FILTERS | SYMBOL_FILTERS)
+    env.filters.update(FILTERS | SYMBOL_FILTERS | LINE_FILTERS)
     env.filters["tree_item"] = tree_html.tree_item
     return env
 
