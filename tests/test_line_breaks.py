@@ -23,8 +23,8 @@ def _bases(html: str) -> int:
 
 def test_llamas_attention_breaks_inside_its_parentheses():
     """o = concat_h(softmax(q′k′ᵀ/√128 + M) v): as the JSON writes it, the only place to break is after "=";
-    written for the site, the "+" inside the parentheses is a place too, and the parentheses keep a size that
-    holds the fraction."""
+    written for the site, the "+" inside the parentheses is a place too, as are the opening parenthesis and the
+    factor v after the softmax; the parentheses keep a size that holds the fraction."""
     from atlas.site.katex import Renderer
     e = _equations("llama-3-8b", "model.layers.self_attn")
     names = names_of(e)
@@ -32,11 +32,11 @@ def test_llamas_attention_breaks_inside_its_parentheses():
     name = lambda key: names[key]          # noqa: E731
     assert latex(line, name) == (r"o = \operatorname{concat}_h\!\left(\operatorname{softmax}\!\Big(\frac{q'\,"
                                  r"{k'}^{\mathsf T}}{\sqrt{128}}+M\Big)\,v\right)")
-    assert breakable(line, name) == (r"o = \operatorname{concat}_h\!\biggl(\operatorname{softmax}\!\Big(\frac{q'\,"
-                                     r"{k'}^{\mathsf T}}{\sqrt{128}}+M\Big)\,v\biggr)")
+    assert breakable(line, name) == (r"o = \operatorname{concat}_h\!\biggl(\allowbreak \operatorname{softmax}\!\Big("
+                                     r"\frac{q'\,{k'}^{\mathsf T}}{\sqrt{128}}+M\Big)\,\allowbreak v\biggr)")
     render = Renderer()
     assert _bases(render.render(latex(line, name), True)) == 2
-    assert _bases(render.render(breakable(line, name), True)) == 3
+    assert _bases(render.render(breakable(line, name), True)) == 5        # after =, (, + and before v
     assert is_long(line, names)
     assert marked(line, names, {}, "").count(r"\biggl(") == 1
 

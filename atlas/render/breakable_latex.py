@@ -34,7 +34,8 @@ class _Breakable(Writer):
     operator at the formula's outer level (TeXbook p. 173): a body between delimiters sized to it (\\left( …
     \\right)) is one box, as is a group. Here, at the outer level only, such delimiters are set at a fixed size
     matched to their body, so the operators inside stand at the outer level; a group that only carries a script
-    ({(…)}^h) gives the script to its closing delimiter; and a comma between arguments allows a break after it.
+    ({(…)}^h) gives the script to its closing delimiter; and a break is allowed after a comma between arguments,
+    after an opening delimiter and between the factors of a product, which a column takes only where it must.
     A line that fits is set as before, on one line."""
 
     def __init__(self, name) -> None:
@@ -61,8 +62,9 @@ class _Breakable(Writer):
             return super()._row(n)
         out = []
         for i, item in enumerate(n.items):
-            if i and _fenced_auto(item) and _ends_fenced(_unbraced(n.items[i - 1])):
-                out.append(r"\allowbreak ")
+            if i and _fenced_auto(item) and _ends_fenced(_unbraced(n.items[i - 1])) or \
+                    i > 1 and isinstance(n.items[i - 1], Space) and isinstance(n.items[i - 2], Fenced):
+                out.append(r"\allowbreak ")     # (…)[…], and (…) v: a factor after a delimited group
             out.append(self.write(item))
         return "".join(out)
 
@@ -70,8 +72,17 @@ class _Breakable(Writer):
         if n.size != "auto" or not self._outer:
             return super()._fenced(n)
         size = _fixed_size(n.body)
-        return size + "l" + OPEN[n.open] + self.write(n.body) + size + "r" + CLOSE[n.close] if size else \
+        return size + "l" + OPEN[n.open] + r"\allowbreak " + self.write(n.body) + size + "r" + CLOSE[n.close] \
+            if size else \
             (OPEN[n.open] if n.open else "") + self.write(n.body) + (CLOSE[n.close] if n.close else "")
+
+    def _product(self, n: Product) -> str:
+        """A product by juxtaposition may break between its factors, where nothing else is left to break at."""
+        tex = super()._product(n)
+        if not self._outer:
+            return tex
+        right = self.write(n.right)
+        return tex[:len(tex) - len(right)] + r"\allowbreak " + right
 
     def _script(self, n: Script) -> str:
         if not self._outer:
