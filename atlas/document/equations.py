@@ -17,6 +17,9 @@ class MathSymbol:
     name: Node                      # its name on the page
     kind: str                       # "input" | "param" | "const" | "module" | "modules" | "value" | "notation"
     stream: str | None = None       # "q" | "k" | "v": the attention stream it belongs to
+    shape: tuple = ()               # its dims (Dim), where a tensor
+    file: str | None = None         # the code line that computes it (a value) or first reads it (an input, a
+    line: int | None = None         # parameter): the file's name and the line
 
 
 @dataclass(frozen=True)

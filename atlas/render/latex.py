@@ -61,7 +61,7 @@ def _REF(key: str) -> str:
 def latex(node, name=None) -> str:
     """The formula as LaTeX. `name(key)`: a symbol's LaTeX; by default `\\atlasref{key}`, the form the data
     keeps for readers that fill in names themselves."""
-    return _Writer(name or _REF).write(node)
+    return Writer(name or _REF).write(node)
 
 
 def braced(tex: str) -> str:
@@ -74,7 +74,7 @@ def named(names: dict):
     return lambda key: braced(names.get(key, key))
 
 
-class _Writer:
+class Writer:
     def __init__(self, name) -> None:
         self.name = name
         self._in_frac = 0               # fractions being written around the current node
@@ -131,7 +131,7 @@ class _Writer:
 
     def _product(self, n: Product) -> str:
         """A dot where the factors as written with their references end and start with digits."""
-        plain = _Writer(_REF)
+        plain = Writer(_REF)
         dot = _DIGIT_END.search(plain.write(n.left)) and _DIGIT_START.match(plain.write(n.right))
         return self.write(n.left) + (r"\cdot " if dot else r"\,") + self.write(n.right)
 
@@ -186,7 +186,7 @@ def _on_line(node: Node, tex: str) -> str:
 def aligned(node: Node, name=None) -> str:
     """An equation as a line of an aligned block: "a &= b"."""
     if isinstance(node, Equation):
-        writer = _Writer(name or _REF)
+        writer = Writer(name or _REF)
         return writer.write(node.lhs) + " &= " + writer.write(node.rhs)
     return latex(node, name)
 
@@ -244,7 +244,7 @@ def plain_text(node, name=None) -> str:
     return re.sub(r"\s+", " ", re.sub(r"([(\[‖]) ", r"\1", re.sub(r" ([)\],;])", r"\1", text))).strip()
 
 
-class _Plain(_Writer):
+class _Plain(Writer):
     def _ident(self, n: Ident) -> str:
         return n.text
 

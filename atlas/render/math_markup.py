@@ -23,9 +23,26 @@ def plain(formula, names: dict) -> str:
     return latex(formula, lambda key: braced(names.get(key, key)))
 
 
+# a line wider than this, in characters as typeset (breakable_latex.width), is written so that a phone's column
+# may break it (breakable_latex.breakable); a narrower one is written as the JSON's LaTeX is. A line that fits
+# stays one line either way, so the estimate errs wide.
+LONG = 24
+# an aligned block (a leaf's lines) is one table no column breaks: with a line wider than this, its lines are
+# shown one by one, each breakable
+ALIGNED_LONG = 30
+
+
+def is_long(formula, names: dict, limit: float = LONG) -> bool:
+    """Whether a line is wider than `limit` characters as typeset (`names`: key -> its LaTeX)."""
+    from atlas.render.breakable_latex import width
+    return width(formula, lambda key: float(len(plain_name(names.get(key, key)).replace("_", "")))) > limit
+
+
 def marked(formula, names: dict, streams: dict, prefix: str) -> str:
-    """LaTeX for the site: each symbol wrapped with its hover key, stream symbols with their class."""
-    return latex(formula, _marker(names, streams, prefix))
+    """LaTeX for the site: each symbol wrapped with its hover key, stream symbols with their class; a long line
+    with the places a narrow column may break it."""
+    from atlas.render.breakable_latex import breakable
+    return (breakable if is_long(formula, names) else latex)(formula, _marker(names, streams, prefix))
 
 
 def marked_aligned(formula, names: dict, streams: dict, prefix: str) -> str:

@@ -13,6 +13,8 @@ from atlas.document import ModelDoc, serialize
 from atlas.render import citation, diagram, json_export, own_words, page_paths, tex_numbers, tree_html, view_data
 from atlas.render.calculator_data import CALCULATOR_FILTERS
 from atlas.render.filters import FILTERS, calculation, repeat_label, thousands
+from atlas.render.line_breaks import LINE_FILTERS
+from atlas.render.symbol_facts import SYMBOL_FILTERS
 from atlas.resources import TEMPLATES
 
 FINDINGS_SHOWN = 12         # a component page lists this many checkpoint findings; the model page lists them all
@@ -57,8 +59,7 @@ def environment(directory: Path | None = None) -> jinja2.Environment:
     )
     env.policies["ext.i18n.trimmed"] = True     # a {% trans %} block's line breaks are not part of its message
     env.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)   # the active language's catalog
-    env.filters.update(FILTERS)
-    env.filters.update(CALCULATOR_FILTERS)
+    env.filters.update(FILTERS | CALCULATOR_FILTERS | SYMBOL_FILTERS | LINE_FILTERS)
     env.filters["tree_item"] = tree_html.tree_item
     env.filters.update(own_summary=own_words.summary, quoted=own_words.quoted)
     return env

@@ -92,6 +92,7 @@ class ChildCalls:
         if leaf.inline and not leaf.steps and isinstance(leaf.out, Node):
             if not isinstance(leaf.out, Sym):
                 leaf.out.meta.setdefault("hint", rel.rsplit(".", 1)[-1])
+                _called_at(leaf.out, c)
             self._assign(c.out, leaf.out, section)
             return True
         return False
@@ -102,6 +103,7 @@ class ChildCalls:
         d.prog.add(key, "module", ("module", rel), base=type(c.module).__name__, role=rel.rsplit(".", 1)[-1])
         args, kwargs = self._call_args(c)
         node = CallNode(Sym(key), args, kwargs)
+        _called_at(node, c)
         self._assign(c.out, node, section)
 
     def _call_args(self, c: Call):
@@ -132,6 +134,15 @@ class ChildCalls:
         if isinstance(x, dict):
             return {k: self._data(v) for k, v in x.items()}
         return x
+
+
+def _called_at(node: Node, c: Call) -> None:
+    """Marks the nodes a child's call gave with the line of code that called it (what a symbol's line reads where
+    no operation of the record is placed in them; the claims read only the operations' own lines)."""
+    if c.site is not None:
+        for n in node.distinct():
+            if not isinstance(n, Sym):
+                n.meta.setdefault("call_site", (c.site.file, c.site.line))
 
 
 def composite(module: nn.Module) -> bool:

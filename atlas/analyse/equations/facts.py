@@ -15,9 +15,10 @@ from atlas.analyse.equations.scalars import value_of
 from atlas.document import Fact
 
 
-def _site(node) -> tuple:
-    """(file name, line): the name only, so no page or JSON depends on where a machine keeps its files."""
-    file, line = node.meta.get("site") or (None, None)
+def site_of(node, *fallbacks: str) -> tuple:
+    """(file name, line): the name only, so no page or JSON depends on where a machine keeps its files. Where the
+    node has no line of its own, the line under the first of `fallbacks` it has ("call_site")."""
+    file, line = next((node.meta[k] for k in ("site", *fallbacks) if node.meta.get(k)), (None, None))
     return (file.replace("\\", "/").rsplit("/", 1)[-1] if file else None), line
 
 
@@ -42,29 +43,29 @@ def facts(prog: Program) -> tuple[Fact, ...]:
                 # nn.MultiheadAttention's from its configuration
                 head = node.meta.get("head", node.meta.get("head_dim"))
                 head = head if isinstance(head, int) else None
-                kernel.setdefault("q", (node.meta["heads"], head, _site(node)))
+                kernel.setdefault("q", (node.meta["heads"], head, site_of(node)))
                 if isinstance(node.meta.get("kv_heads"), int):
-                    kernel.setdefault("k", (node.meta["kv_heads"], head, _site(node)))
+                    kernel.setdefault("k", (node.meta["kv_heads"], head, site_of(node)))
             if isinstance(node, Heads) and isinstance(node.meta.get("heads"), int):
                 stream = _stream(node, prog, resolve) or sym.stream   # k = (x W_k)^h: the step's own stream
-                heads.setdefault(stream, (node.meta["heads"], node.meta.get("features"), _site(node)))
+                heads.setdefault(stream, (node.meta["heads"], node.meta.get("features"), site_of(node)))
             fused = _fused_split(node)
             if fused is not None and weighs:
-                heads.setdefault("qkv", (*fused, _site(node)))
+                heads.setdefault("qkv", (*fused, site_of(node)))
             split = _split_into_heads(node)
             if split is not None and (_stream(node, prog, resolve) or sym.stream) in ("q", "k", "v"):
                 # q = (x W_q).view(B, T, h, d), normalized per head before its transpose: the split is the reshape
-                heads.setdefault(_stream(node, prog, resolve) or sym.stream, (*split, _site(node)))
+                heads.setdefault(_stream(node, prog, resolve) or sym.stream, (*split, site_of(node)))
             cap = _softcap(node, resolve)
             if cap is not None and not any(f.kind == "softcap" and f.value == cap for f in out):
-                out.append(Fact("softcap", cap, *_site(node)))
+                out.append(Fact("softcap", cap, *site_of(node)))
         if sym.stream in ("q", "k") and _normalizes(step.node, resolve) \
                 and not any(f.kind == "qk_norm" for f in out) and _other_normalized(prog, sym.stream, resolve):
             split = next((n for n in step.node.walk() if isinstance(n, Heads)), step.node)
-            out.append(Fact("qk_norm", True, *_site(split)))
+            out.append(Fact("qk_norm", True, *site_of(split)))
     form = _norm_form(prog, resolve)
     if form is not None:
-        out.append(Fact("norm", form[0], *_site(form[1])))
+        out.append(Fact("norm", form[0], *site_of(form[1])))
     for stream, found in kernel.items():
         if stream not in heads:     # a split of the same count in the model's code, of a value not named q, k or v
             own = [v for key, v in heads.items() if key not in ("q", "k", "v") and v[0] == found[0]]

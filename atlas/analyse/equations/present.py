@@ -13,7 +13,7 @@ import sympy
 
 from atlas.analyse.equations import ops_math as m
 from atlas.analyse.equations import ops_reduce as red
-from atlas.analyse.equations.facts import facts
+from atlas.analyse.equations.facts import facts, site_of
 from atlas.analyse.equations.nodes import Num, Printer, SizeOf, Sym, kids
 from atlas.analyse.equations.notation import (
     QUAD,
@@ -238,9 +238,28 @@ def present(prog: Program, status: EquationStatus, vocab, link_ids) -> Equations
     notes = notations(prog)
     for line, _ in notes:
         used.update(line.refs())
-    symbols = tuple(MathSymbol(k, s.name or Ident(k), s.kind, s.stream) for k, s in prog.symbols.items() if k in used)
+    sites = _sites(prog)
+    symbols = tuple(MathSymbol(k, s.name or Ident(k), s.kind, s.stream, _dims(s.shape, vocab),
+                               *sites.get(k, (None, None))) for k, s in prog.symbols.items() if k in used)
     return Equations(status, summary, tuple(steps), prog.leaf, None, None, residuals(prog), normalizes(prog),
                      symbols, constants if not prog.leaf else (), notes, facts(prog))
+
+
+def _sites(prog: Program) -> dict:
+    """Each symbol's line of code, as (file name, line): for a step's value, the line that computes it (the
+    step's own operation, else the first operation in it the record placed); for an input or a parameter, the
+    first operation that reads it."""
+    out = {}
+    for step in prog.steps:
+        placed = [n for n in step.node.distinct() if n.meta.get("site") or n.meta.get("call_site")]
+        if placed:
+            out.setdefault(step.key, site_of(placed[0], "call_site"))
+        for node in placed:
+            for a in kids(node.args):
+                if isinstance(a, Sym) and prog.symbols.get(a.key) is not None \
+                        and prog.symbols[a.key].kind in ("input", "param"):
+                    out.setdefault(a.key, site_of(node, "call_site"))
+    return out
 
 
 def _constant(value):

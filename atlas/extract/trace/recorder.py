@@ -277,7 +277,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
                     self.value_of(t)
             path = self._through(module, self._paths.get(id(module), "?"))
             call = Call(module, path, tuple(self.encode(args)), self.encode(kwargs),
-                        parent=self.stack[-1] if self.stack else None)
+                        parent=self.stack[-1] if self.stack else None, site=self._site()[0])
             if self.stack:
                 self.stack[-1].events.append(call)
             elif self.root is None:

@@ -108,6 +108,7 @@ class Call:
     repeats: "Call | None" = None   # skipped: the first entry's call, whose shapes and code it repeats
     failed: str | None = None       # the error that stopped the call, if any
     guards: list = field(default_factory=list)  # Guard: data-dependent values its own code needed as numbers
+    site: Site | None = None        # the line of model code that called it
 
     def calls(self):
         """Every call inside this one, depth-first, this one included."""
