@@ -140,8 +140,10 @@ def test_mutation_residual_removed(ldlm_copy):
 
 
 def test_override_that_lies_fails_the_build(ldlm_copy, tmp_path, capsys):
-    override = '    atlas_name = "RMS norm"\n    atlas_equations = ("y = gain * (x / Max(norm(x) / sqrt(features), eps))",)\n'
-    ldlm_copy.write_text(ldlm_copy.read_text().replace('    atlas_name = "RMS norm"\n', override))
+    named = '    atlas_name = own_words("RMS norm")\n'
+    override = named + '    atlas_equations = ("y = gain * (x / Max(norm(x) / sqrt(features), eps))",)\n'
+    assert named in ldlm_copy.read_text()
+    ldlm_copy.write_text(ldlm_copy.read_text().replace(named, override))
     doc = block_doc(ldlm_copy)
     norm = doc.component("attn.norm_latents").equations
     assert norm.status is EquationStatus.OVERRIDE and norm.verification.verified

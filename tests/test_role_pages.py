@@ -85,8 +85,8 @@ def test_norms_positions(docs):
     assert whisper == [("frozen", 1500), ("learned", 448)]
 
 
-_ROW = re.compile(r"^\| \[(?P<title>[^\]]+)\]\((?P<href>[^)]+)\)\{\.atlas-role-link data-verified=\"(?P<v>\w+)\"\}",
-                  re.M)
+_ROW = re.compile(r"^\| \[(?P<title>[^\]]+)\]\((?P<href>[^)]+)\)\{\.atlas-role-link #(?P<anchor>[\w-]+) "
+                  r"data-verified=\"(?P<v>\w+)\"\}", re.M)
 
 
 @pytest.mark.parametrize("code", ["en", "es"])
@@ -107,6 +107,10 @@ def test_role_pages_list_every_model_and_link_verified_components(docs, pages, c
             assert m["title"].startswith(doc.name)
             listed.add(doc.slug)
         assert listed == {d.slug for d in docs}, role      # every documented model has a component in each role
+        anchors = [m["anchor"] for m in rows]
+        assert len(set(anchors)) == len(anchors)
+        for same in re.finditer(r"\]\(#([\w-]+)\)", text):     # an equation printed once: its row is on the page
+            assert same.group(1) in anchors
         listed_anywhere |= listed
     assert listed_anywhere == {p.parent.name for p in DOCS.glob("*/atlas.json")}
 

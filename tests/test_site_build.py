@@ -151,8 +151,11 @@ def test_language_switch_links_pairs(built_site):
     components = sum(len(json.loads(m.read_text())["components"]) for m in site.glob("*/atlas.json"))
     references = len(list((site / "reference").glob("*/index.html")))
     guide = len(list((site / "guide").rglob("index.html")))      # the hand-written Guide, in English in both builds
-    # the home, the catalog, every component page of the seven models, the reference pages and their index, the guide
-    assert len(english) == components + references + 3 + guide and components == 221 and guide > 1
+    catalog = len(list((site / "catalog").rglob("index.html")))  # the catalog, the comparison and the four role pages
+    # the home, the catalog's pages, every component page of the seven models, the reference pages and their index,
+    # the guide
+    assert len(english) == 1 + catalog + components + references + 1 + guide
+    assert components == 221 and guide > 1 and catalog == 6
     for page in english:
         rel = page.relative_to(site)
         pair = site / "es" / rel

@@ -106,6 +106,8 @@ class Row:
     parameters: Item
     flops: Item
     kv: Item
+    anchor: str = ""                # the row's id on the page
+    same_as: "Row | None" = None    # an earlier row whose equations are these: they are printed once, there
 
 
 def _equations(comp, view: str | None) -> tuple[str, ...]:
@@ -149,14 +151,18 @@ def rows(docs: list[ModelDoc], role: str) -> list[Row]:
 
         def item(text: str, previous: str | None) -> Item:
             return Item(text, above is not None and text != previous and text != "—")
+        equations = _equations(comp, entry.view)
         out.append(Row(
             doc, entry, comp.name, page_paths.link(page, page_paths.page_path(doc, comp)),
             item(kind_text(entry), above and above.kind.text),
             tuple((k, item(v, before.get(k) if before else None)) for k, v in params),
-            _equations(comp, entry.view),
+            equations,
             item(parameters, above and above.parameters.text),
             item(_flops(entry), above and above.flops.text),
-            item(kv, above and above.kv.text)))
+            item(kv, above and above.kv.text),
+            anchor=f"{doc.slug}-{entry.component}".replace(".", "-"),
+            same_as=next((r for r in out if r.equations == equations and r.same_as is None), None)
+            if equations else None))
     return out
 
 

@@ -34,7 +34,7 @@ from atlas.extract.trace.torch_calls import (
 )
 from atlas.extract.trace.view_writes import ViewWrites
 from atlas.load.nested import tensors as _tensors
-from atlas.resources import is_model_code
+from atlas.resources import is_machinery, is_model_code
 
 
 class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
@@ -223,12 +223,24 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
         frame = sys._getframe(2)
         while frame is not None and not self._is_user(frame.f_code):
             frame = frame.f_back
+        return self._site_at(frame), frame
+
+    def _site_at(self, frame):
         if frame is None:
-            return None, None
-        number = self._frames.get(id(frame), -1)
+            return None
         code = frame.f_code
-        return Site(code.co_filename, frame.f_lineno, code.co_name, number, code,
-                    self._span(code, frame.f_lasti)), frame
+        return Site(code.co_filename, frame.f_lineno, code.co_name, self._frames.get(id(frame), -1), code,
+                    self._span(code, frame.f_lasti))
+
+    def _call_site(self):
+        """The model code's line that called a module, or None where the atlas called it (the run's root module):
+        the frames between are torch's own (the module's __call__), never the atlas's."""
+        frame = sys._getframe(3)
+        while frame is not None and not self._is_user(frame.f_code):
+            if is_machinery(frame.f_code.co_filename):
+                return None
+            frame = frame.f_back
+        return self._site_at(frame)
 
     def _span(self, code, lasti: int):
         positions = self._positions.get(code)
@@ -277,7 +289,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
                     self.value_of(t)
             path = self._through(module, self._paths.get(id(module), "?"))
             call = Call(module, path, tuple(self.encode(args)), self.encode(kwargs),
-                        parent=self.stack[-1] if self.stack else None, site=self._site()[0])
+                        parent=self.stack[-1] if self.stack else None, site=self._call_site())
             if self.stack:
                 self.stack[-1].events.append(call)
             elif self.root is None:
