@@ -148,7 +148,18 @@ def _static_checks(site: Path, rel: str, url: str) -> set[str]:
     return {urllib.parse.urljoin(url, value).split("#", 1)[0] for value in _refs(text)}
 
 
-WIDTHS = {"en": 1280, "es": 390}    # the English pages on a desktop, the Spanish ones on a phone
+PHONE = 390             # the crawl's width: a phone's, where a page is likeliest to scroll sideways
+# every block of steps opened and every tab shown, so that each equation of the page is laid out
+SHOW_ALL = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const style = document.createElement('style');
+  style.textContent = '.tabbed-set > .tabbed-content > .tabbed-block { display: block !important; }';
+  document.head.appendChild(style);
+}"""
+# each equation box whose content (KaTeX's) is wider than the box: how much, and its first characters
+WIDE_EQUATIONS = """() => Array.from(document.querySelectorAll('.arithmatex'))
+  .filter(b => b.scrollWidth > b.clientWidth + 1)
+  .map(b => [b.scrollWidth - b.clientWidth, b.textContent.slice(0, 50)])"""
 
 
 def _crawl_groups(site: Path) -> dict[str, list[str]]:
@@ -176,10 +187,11 @@ def _crawl_groups(site: Path) -> dict[str, list[str]]:
 
 
 def test_every_page_loads_clean(server, browser):
-    """Pages opened in Chromium as a reader opens a cited link, the English ones 1280 px wide and the Spanish ones
-    390 px: no console error, no failed request and no sideways scroll on any of them, and no broken link between
-    them. One test, one page after another: two Chromiums crawling side by side on the two cores cost about 60%
-    more CPU than one, while the other xdist worker runs the rest of the suite.
+    """Pages opened in Chromium as a reader opens a cited link on a phone, 390 px wide: no console error, no failed
+    request and no sideways scroll on any of them, no broken link between them, and with every block of steps open
+    and every tab shown, no equation box wider than its column (long equations break across lines). One test, one
+    page after another: two Chromiums crawling side by side on the two cores cost about 60% more CPU than
+    one, while the other xdist worker runs the rest of the suite.
 
     Each page is left as soon as its load event has fired; the search worker it starts gets an empty index
     (server). A request the site answered with an error is in the server's own list (the site asks nothing of
@@ -193,17 +205,20 @@ def test_every_page_loads_clean(server, browser):
     page.on("requestfailed", lambda r: failed.append((page.url, r.url, r.failure))
             if "ERR_ABORTED" not in (r.failure or "") else None)
     answered = len(server.errors)
-    wide, opened = [], []
-    for language, pages in _crawl_groups(site).items():
-        width = WIDTHS[language]
-        page.set_viewport_size({"width": width, "height": 900})
+    wide, equations, opened = [], {}, []
+    page.set_viewport_size({"width": PHONE, "height": 844})
+    for pages in _crawl_groups(site).values():
         for rel in pages:
             page.goto(base + rel.removesuffix("index.html"), wait_until="load")
-            if page.evaluate("document.documentElement.scrollWidth") > width:      # no sideways scroll
+            if page.evaluate("document.documentElement.scrollWidth") > PHONE:      # no sideways scroll
                 wide.append(rel)
+            page.evaluate(SHOW_ALL)
+            if found := page.evaluate(WIDE_EQUATIONS):
+                equations[rel] = found
         opened += pages
     page.close()
-    assert errors == [] and failed == [] and wide == [] and server.errors[answered:] == []
+    assert errors == [] and failed == [] and wide == [] and equations == {} and server.errors[answered:] == []
+    assert len([rel for rel in opened if not rel.startswith("es/")]) > 200
     _links_resolve(base, site, opened)
 
 
