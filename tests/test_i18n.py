@@ -190,3 +190,13 @@ def test_numbers_in_spanish_formulas_are_grouped_as_the_spanish_text():
         written = {tex_thousands(int(n.replace("{,}", ""))) for n in numbers}
     assert "16{.}515{.}072" in written and "6144" in written         # Spanish groups from five digits
     assert all(n in english.with_suffix(".es.md").read_text() for n in written)
+
+
+def test_a_dim_name_the_catalogs_hold_reads_in_the_pages_language():
+    """The LDLM's fixed dims are its own words (atlas.zoo.own_words): "50257 vocabulario" on a Spanish page; a name a
+    model declares that no catalog holds stays as its code writes it."""
+    from atlas.document.input_specs import dim_words
+    with i18n.language("es"):
+        assert dim_words("vocabulary") == "vocabulario" and dim_words("batch × positions") == "lote × posiciones"
+        assert dim_words("mel bins") == "mel bins"
+    assert dim_words("vocabulary") == "vocabulary"

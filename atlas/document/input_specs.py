@@ -11,14 +11,15 @@ import re
 from dataclasses import dataclass
 
 from atlas.errors import AtlasError
-from atlas.i18n import msg, render
+from atlas.i18n import gettext, msg, render
 
 STANDARD_SYMBOLS = (("B", "batch"), ("T", "positions"), ("S", "source positions"), ("H", "height"), ("W", "width"),
                     ("D", "depth"))
 VARIES = "varies with the input"        # the name of a dim no expression fits
 DATA_DECIDED = "decided by the data"    # the name of a size the data decides (u0: tokens routed to an expert)
 # The dim names pages translate: the standard symbols' (also when a model declares them) and VARIES.
-# A name a model declares beyond these is shown as its code writes it.
+# A name a model declares beyond these is shown as its code writes it, unless the catalogs hold it (a zoo model's
+# own words, atlas.zoo.own_words).
 DIM_WORDS = {"batch": msg("batch"), "positions": msg("positions"), "source positions": msg("source positions"),
              "height": msg("height"), "width": msg("width"),
              "depth": msg("depth"), VARIES: msg("varies with the input"),
@@ -55,7 +56,7 @@ class Vocabulary:
 
 def dim_words(name: str) -> str:
     """A dim's name in the page's language: "batch × positions" -> "lote × posiciones" (es)."""
-    return " × ".join(render(DIM_WORDS.get(part, part)) for part in name.split(" × "))
+    return " × ".join(render(DIM_WORDS[part]) if part in DIM_WORDS else gettext(part) for part in name.split(" × "))
 
 
 def parse_input(text: str) -> InputSpec:

@@ -89,7 +89,7 @@ def dim_label(dim, names) -> str:
         return f"{compact_symbol(dim.symbol)} {dim_words(dim.name)}" if dim.name else compact_symbol(dim.symbol)
     labels = dict(names.fixed)
     if dim.value in labels:
-        return f"{dim.value} {labels[dim.value]}"
+        return f"{dim.value} {dim_words(labels[dim.value])}"
     for value, label in names.fixed:
         if value and dim.value % value == 0 and 2 <= dim.value // value <= 8 and len(label) <= 2:
             return f"{dim.value} = {dim.value // value}{label}"

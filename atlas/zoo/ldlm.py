@@ -315,8 +315,8 @@ class LDLM(nn.Module):
         self.cfg = cfg
         self.atlas_reference_sizes = {"B": 1, "T": cfg.positions}            # where pages evaluate cost formulas
         self.atlas_fixed_dims = {                                               # labels for fixed sizes on pages
-            "d": cfg.d, "heads": cfg.heads, "head features": cfg.head_features,
-            "hidden": cfg.mlp_multiplier * cfg.d, "vocabulary": cfg.lm.vocab_size,
+            "d": cfg.d, own_words("heads"): cfg.heads, own_words("head features"): cfg.head_features,
+            own_words("hidden"): cfg.mlp_multiplier * cfg.d, own_words("vocabulary"): cfg.lm.vocab_size,
         }
         self.frozen_lm = GPT2(cfg.lm)
         self.frozen_lm.requires_grad_(False)
