@@ -110,6 +110,17 @@ def browser(tmp_path_factory):
         context.close()
 
 
+def open_page(browser, url: str, width: int = 1280):
+    """A new page of `width` px opened at `url`, and the list its console errors and uncaught exceptions go to."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": 900})
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    return page, errors
+
+
 def _screenshot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)

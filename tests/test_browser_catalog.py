@@ -6,7 +6,7 @@ import re
 
 import pytest
 from conftest import ROOT
-from test_browser import CHROMIUM, Path, browser, server  # noqa: F401  (fixtures)
+from test_browser import CHROMIUM, Path, browser, open_page, server  # noqa: F401  (fixtures)
 
 from atlas import i18n
 
@@ -18,16 +18,6 @@ LANGUAGES = [("", "Parameters"), ("es/", "Parámetros")]
 def _models() -> list[dict]:
     """Each model folder's JSON, as the site's docs folder holds it."""
     return [json.loads(p.read_text()) for p in sorted((ROOT / "docs").glob("*/atlas.json"))]
-
-
-def _open(browser, url: str, width: int):
-    page = browser.new_page()
-    page.set_viewport_size({"width": width, "height": 900})
-    errors = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
-    return page, errors
 
 
 def _wider_than_the_screen(page) -> list:
@@ -47,7 +37,7 @@ def _wider_than_the_screen(page) -> list:
 @pytest.mark.parametrize("prefix,parameters", LANGUAGES)
 def test_catalog_is_cards_at_390_and_a_table_at_1280(server, browser, prefix, parameters):
     models = _models()
-    page, errors = _open(browser, f"{server[0]}{prefix}catalog/", 390)
+    page, errors = open_page(browser, f"{server[0]}{prefix}catalog/", 390)
     cards = page.locator(".atlas-catalog-card")
     assert cards.count() == len(models)
     assert page.locator(".atlas-catalog table").first.is_hidden()
@@ -60,7 +50,7 @@ def test_catalog_is_cards_at_390_and_a_table_at_1280(server, browser, prefix, pa
     assert errors == []
     page.close()
 
-    page, errors = _open(browser, f"{server[0]}{prefix}catalog/", 1280)
+    page, errors = open_page(browser, f"{server[0]}{prefix}catalog/", 1280)
     assert page.locator(".atlas-catalog table").first.is_visible()
     assert page.locator(".atlas-catalog-cards").is_hidden()
     assert page.locator(".atlas-catalog table tbody tr").count() == len(models)
@@ -70,7 +60,7 @@ def test_catalog_is_cards_at_390_and_a_table_at_1280(server, browser, prefix, pa
 
 @pytest.mark.parametrize("prefix", ["", "es/"])
 def test_home_page_lists_every_model_with_its_summary(server, browser, prefix):
-    page, errors = _open(browser, f"{server[0]}{prefix}", 1280)
+    page, errors = open_page(browser, f"{server[0]}{prefix}", 1280)
     items = page.locator(".atlas-home-models li")
     models = _models()
     assert items.count() == len(models)
@@ -89,7 +79,7 @@ def test_home_page_lists_every_model_with_its_summary(server, browser, prefix):
 
 @pytest.mark.parametrize("prefix", ["", "es/"])
 def test_citation_tabs_fit_a_phone(server, browser, prefix):
-    page, errors = _open(browser, f"{server[0]}{prefix}ldlm/latent_encoder/blocks/mlp/layer_norm/", 390)
+    page, errors = open_page(browser, f"{server[0]}{prefix}ldlm/latent_encoder/blocks/mlp/layer_norm/", 390)
     cite = page.locator(".atlas-cite")
     cite.scroll_into_view_if_needed()
     assert cite.locator(".tabbed-labels label").all_inner_texts() == ["BibTeX", "CSL-JSON", "RIS"]

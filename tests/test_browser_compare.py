@@ -4,19 +4,9 @@ and reads their attention and feed-forward side by side, in English and Spanish,
 import re
 
 import pytest
-from test_browser import CHROMIUM, Path, server, browser  # noqa: F401  (fixtures)
+from test_browser import CHROMIUM, Path, browser, open_page, server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is installed by `make test`")
-
-
-def _open(browser, url: str, width: int = 1280):
-    page = browser.new_page()
-    page.set_viewport_size({"width": width, "height": 900})
-    errors = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(url)
-    return page, errors
 
 
 def _cells(page, caption: str, label: str) -> list:
@@ -32,7 +22,7 @@ def _no_page_scroll(page) -> None:
 
 
 def test_compare_llama_with_olmoe(server, browser):
-    page, errors = _open(browser, server[0] + "catalog/compare/")
+    page, errors = open_page(browser, server[0] + "catalog/compare/")
     page.locator("select[name=a]").select_option(label="Llama 3 8B")
     page.locator("select[name=b]").select_option(label="OLMoE 1B-7B")
     page.wait_for_selector('.atlas-compare-result[data-pair="llama-3-8b olmoe-1b-7b"]')
@@ -57,7 +47,7 @@ def test_compare_llama_with_olmoe(server, browser):
 
 
 def test_compare_deep_link_in_spanish_at_390px(server, browser):
-    page, errors = _open(browser, server[0] + "es/catalog/compare/?a=llama-3-8b&b=olmoe-1b-7b", 390)
+    page, errors = open_page(browser, server[0] + "es/catalog/compare/?a=llama-3-8b&b=olmoe-1b-7b", 390)
     page.wait_for_selector('.atlas-compare-result[data-pair="llama-3-8b olmoe-1b-7b"]')
     assert page.locator("select[name=a]").input_value() == "llama-3-8b"
     a, b = _cells(page, "MLP y mezclas de expertos", "Tipo")
@@ -74,7 +64,7 @@ def test_compare_deep_link_in_spanish_at_390px(server, browser):
 @pytest.mark.parametrize("role", ["attention", "normalization", "mlp", "positions"])
 def test_role_page_at_390px(server, browser, role):
     for prefix in ("", "es/"):
-        page, errors = _open(browser, server[0] + f"{prefix}catalog/{role}/", 390)
+        page, errors = open_page(browser, server[0] + f"{prefix}catalog/{role}/", 390)
         assert page.locator(".atlas-roles table tbody tr").count() > 0
         assert page.locator(".atlas-roles .katex").count() > 0
         _no_page_scroll(page)
