@@ -14,7 +14,7 @@ from atlas.errors import AtlasError
 from atlas.i18n import gettext, msg, render
 
 STANDARD_SYMBOLS = (("B", "batch"), ("T", "positions"), ("S", "source positions"), ("H", "height"), ("W", "width"),
-                    ("D", "depth"))
+                    ("D", "depth"), ("N", "nodes"), ("E", "edges"))
 VARIES = "varies with the input"        # the name of a dim no expression fits
 DATA_DECIDED = "decided by the data"    # the name of a size the data decides (u0: tokens routed to an expert)
 # The dim names pages translate: the standard symbols' (also when a model declares them) and VARIES.
@@ -22,7 +22,7 @@ DATA_DECIDED = "decided by the data"    # the name of a size the data decides (u
 # own words, atlas.zoo.own_words).
 DIM_WORDS = {"batch": msg("batch"), "positions": msg("positions"), "source positions": msg("source positions"),
              "height": msg("height"), "width": msg("width"),
-             "depth": msg("depth"), VARIES: msg("varies with the input"),
+             "depth": msg("depth"), "nodes": msg("nodes"), "edges": msg("edges"), VARIES: msg("varies with the input"),
              DATA_DECIDED: msg("decided by the data")}
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
           "complex64")

@@ -12,6 +12,7 @@ nothing made from them is followed. The watch never fails the factory: a call it
 
 from __future__ import annotations
 
+import operator
 import weakref
 
 import torch
@@ -23,7 +24,17 @@ from atlas.load.nested import leaves
 LIMIT = 1 << 16                         # elements: a table of sizes or positions, never a weight
 _FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray, torch.arange, torch.range, torch.linspace,
               torch.logspace}
-_FILLED = {torch.full, torch.ones, torch.zeros, torch.empty}                # followed when integer or boolean
+_FILLED = {torch.full, torch.ones, torch.zeros}                # followed when integer or boolean
+# In-place writes that replace every value (`torch.empty(...).copy_(table)`, timm's non-persistent index buffers):
+# the tensor's value is what is written, whatever it held; `empty` itself holds no value.
+_OVERWRITES = {"copy_", "fill_", "zero_"}
+_IN_PLACE_OPERATORS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                       "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"}
+
+
+def _in_place(func) -> bool:
+    name = getattr(func, "__name__", "")
+    return name in _IN_PLACE_OPERATORS or (name.endswith("_") and not name.startswith("_"))
 _VALUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()          # module -> {buffer name: CPU tensor}
 
 
@@ -63,6 +74,9 @@ class Watch(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if _in_place(func) and args and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta":
+            self._written(func, args, kwargs)
+            return out
         if isinstance(out, torch.Tensor) and out.device.type == "meta" and out.numel() <= LIMIT:
             try:
                 shadow = self._shadow(func, args, kwargs, out)
@@ -70,7 +84,37 @@ class Watch(TorchFunctionMode):
                 shadow = None
             if shadow is not None:
                 self.shadows[id(out)] = (out, shadow)
+        elif isinstance(out, (tuple, list)) and out and all(isinstance(t, torch.Tensor) and t.device.type == "meta"
+                                                            and t.numel() <= LIMIT for t in out):
+            try:                # meshgrid, unbind, split: each part the item of the call's CPU value
+                whole = self._shadow(func, args, kwargs, out)
+            except Exception:  # arguments it cannot rebuild: no value
+                whole = None
+            if whole is not None:
+                for i, t in enumerate(out):
+                    self.shadows[id(t)] = (t, _Later(operator.getitem, (whole, i), {}))
         return out
+
+    def _written(self, func, args, kwargs) -> None:
+        """An in-place write to a meta tensor (`coords[:, :, 0] += n`, `index.copy_(table)`), made at once on its
+        CPU value, which its views share: a tensor computed before the write would read it stale. A write the
+        watch cannot follow leaves the tensor, and what it is a view of, with no value: never a stale one."""
+        target = args[0]
+        if target.numel() > LIMIT:
+            return
+        if func.__name__ in _OVERWRITES and id(target) not in self.shadows:
+            blank = _Later(torch.empty, (tuple(target.shape),), {"dtype": target.dtype})
+            self.shadows[id(target)] = (target, blank)
+        try:
+            shadow = self._shadow(func, args, kwargs, target)
+            if shadow is not None:
+                shadow.value()
+        except Exception:  # arguments it cannot rebuild, or an op the CPU does not take: no value
+            shadow = None
+        if shadow is None:
+            for t in (target, target._base):
+                if t is not None:
+                    self.shadows.pop(id(t), None)
 
     def _shadow(self, func, args, kwargs, out) -> _Later | None:
         kwargs = {k: v for k, v in kwargs.items() if k != "device"}

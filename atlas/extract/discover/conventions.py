@@ -10,6 +10,7 @@ AUDIO = ("input_features", "input_values")      # frames or samples: a length of
 PIXELS = ("pixel_values",)
 TARGET_SIDE = ("decoder_", "tgt")               # an encoder-decoder's target inputs: transformers' and torch.nn's
 SERIES = ("past_values", "past_observed_mask", "past_time_features", "future_values", "future_time_features")
+GRAPH_EDGES = ("edge_index",)                   # a graph's edges: [2, E] node indices (PyTorch Geometric's `Adj`)
 TIMESTEPS = ("t", "timestep", "timesteps", "time", "times", "sigma", "sigmas", "noise_level", "noise_levels")
 # optional inputs a forward may need all the same, tried in this order where one without them fails
 USUAL_OPTIONAL = (*PIXELS, *AUDIO, "decoder_input_ids", "attention_mask")
@@ -21,6 +22,7 @@ CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_le
 SOURCE_CONTEXT = "max_source_positions"         # an encoder-decoder's source side (audio frames)
 TARGET_CONTEXT = "max_target_positions"         # its target side
 TEXT_CONTEXT = tuple(name for name in CONTEXT_FIELDS if name != SOURCE_CONTEXT)    # what bounds token ids
+IMAGE_FIELDS = ("image_size", "sample_size", "img_size")     # transformers', diffusers' (latents too) and timm's names
 WINDOWS = ("sliding_window", "attention_window", "chunk_size")      # attention that looks this far, or in chunks
 
 
@@ -71,3 +73,31 @@ def config_value(config, *names):
                                                           and all(isinstance(v, int) and v > 0 for v in value)):
                 return value, prefix + n
     return None, None
+
+
+def stated_image(model) -> tuple[tuple[int, int] | None, str | None]:
+    """The image size a model states, (height, width), and where: its config's field (IMAGE_FIELDS, a diffusers
+    UNet's `sample_size` in latent pixels), else the `input_size` (channels, height, width) of timm's
+    `pretrained_cfg` or `default_cfg`, else an `img_size` or `image_size` attribute of the model. (None, None)
+    where it states none."""
+    value, name = config_value(getattr(model, "config", None), *IMAGE_FIELDS)
+    if value is not None:
+        return _pair(value), f"config.{name}"
+    for attr in ("pretrained_cfg", "default_cfg"):
+        cfg = getattr(model, attr, None)
+        size = cfg.get("input_size") if isinstance(cfg, dict) else None
+        if isinstance(size, (list, tuple)) and len(size) == 3 and all(isinstance(v, int) and v > 0 for v in size):
+            return (size[1], size[2]), f"model.{attr}['input_size'] = {tuple(size)}"
+    for attr in ("img_size", "image_size"):
+        value = getattr(model, attr, None)
+        if _pair(value) is not None:
+            return _pair(value), f"model.{attr} = {value}"
+    return None, None
+
+
+def _pair(value) -> tuple[int, int] | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, value
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) and v > 0 for v in value):
+        return value[0], value[1]
+    return None

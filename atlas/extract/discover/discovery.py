@@ -35,6 +35,7 @@ from atlas.document.input_specs import input_text as _text
 from atlas.document.input_specs import parse_input
 from atlas.extract.discover.conventions import (
     AUDIO,
+    GRAPH_EDGES,
     TARGET_SIDE,
     TOKEN_IDS,
 )
@@ -50,7 +51,8 @@ from atlas.extract.discover.usual_inputs import (
 from atlas.i18n import Text, msg
 from atlas.load.forward_calls import parameters
 
-HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12}    # distinct, never 0 or 1, above small windows
+# distinct, never 0 or 1, above small windows
+HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12, "N": 19, "E": 23}
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
     found: list[Found] = []
     bounds: list[tuple[str, Bound]] = []        # (the input that set it, the bound)
     unresolved: list[tuple[str, Text]] = []
+    needed: dict[str, Text] = {}                # why each unresolved input is needed
     for i, (name, why) in enumerate(_needed(model, params, config, also)):
         result = by_convention(name, model, config, dtype)
         if result is None:
@@ -134,15 +137,54 @@ def discover(model: nn.Module, also: tuple[str, ...] = ()) -> Discovery:
         if not isinstance(result, tuple):
             reason = result or msg("no convention or layer says its shape")
             unresolved.append((name, msg("%(why)s, but %(reason)s", why=why, reason=reason)))
+            needed[name] = why
             continue
         cands, because, low, high, bs = result
         found.append(Found(name, tuple(cands), joined(why, because), low, high))
         bounds += [(name, b) for b in bs]
+    if unresolved:
+        found, bounds, unresolved = _traced(model, dtype, found, bounds, unresolved, needed)
     found, kept = _source_and_target(found, bounds)
+    found = _graph(found)
     for sym in ("T", "S"):
         if any(sym in parse_input(f.text).dims for f in found):
             kept += [replace(b, symbol=sym) for b in window_bounds(config)]
     return Discovery(tuple(found), _merge(kept), dtype, retry, dtype_because, tuple(unresolved), tuple(also))
+
+
+def _traced(model, dtype, found, bounds, unresolved, needed):
+    """The inputs reading the code left unsized, each found along the data flow of a run on fake tensors with the
+    others (atlas.extract.discover.traced_consumer), at the image size the model states if it states one:
+    (found, bounds, still unresolved)."""
+    from atlas.extract.discover.conventions import stated_image
+    from atlas.extract.discover.traced_consumer import concrete, traced_consumer
+    image, _ = stated_image(model)
+    still = []
+    for name, why in unresolved:
+        texts = {f.name: f.text for f in found}
+        hints = {**Discovery(tuple(found)).hints(), **(dict(zip("HW", image)) if image else {})}
+        consumer = traced_consumer(model, name, concrete(texts, hints), dtype)
+        result = _from_consumer(name, consumer, model, dtype) if consumer is not None else None
+        if result is None:
+            still.append((name, why))
+            continue
+        cands, because, low, high, bs = result
+        found.append(Found(name, tuple(cands), joined(needed[name], because), low, high))
+        bounds += [(name, b) for b in bs]
+    return found, bounds, still
+
+
+def _graph(found: list[Found]) -> list[Found]:
+    """A graph's inputs: where one is a list of edges (`edge_index`, [2, E]), the rows of the others are its N
+    nodes, not a batch: node features [N, F]."""
+    if not any(f.name in GRAPH_EDGES for f in found):
+        return found
+
+    def nodes(f: Found) -> Found:
+        cands = [_renamed(c, "B", "N") for c in f.candidates]
+        rows = sorted(cands, key=lambda c: len(parse_input(c).dims) != 2)      # a row of features per node first
+        return replace(f, candidates=tuple(rows))
+    return [f if f.name in GRAPH_EDGES else nodes(f) for f in found]
 
 
 def _source_and_target(found: list[Found], bounds: list[tuple[str, Bound]]) -> tuple[list[Found], list[Bound]]:
@@ -199,6 +241,10 @@ def _needed(model, params, config, also) -> list[tuple[str, Text]]:
                                      field=config_field("is_encoder_decoder"), name=code("decoder_input_ids")))
     for name in also:
         add(name, msg("%(name)s was added after a forward without it failed", name=code(name)))
+    if not out:             # none required: every input the code reads into a layer (a CLIP's image and text)
+        for name in _read_inputs(model, params):
+            add(name, msg("%(name)s is an optional %(function)s parameter that the code reads into a layer",
+                          name=code(name), function="forward()"))
     if not out and params:
         first = next((p for p in params if "Tensor" in str(p.annotation)), params[0])
         why = (msg("%(name)s is %(function)s's first tensor parameter (none is required)", name=code(first.name),
@@ -207,6 +253,23 @@ def _needed(model, params, config, also) -> list[tuple[str, Text]]:
                    function="forward()"))
         add(first.name, why)
     return out
+
+
+def _read_inputs(model, params) -> list[str]:
+    """The optional parameters (default None) that forward()'s code reads into a layer, where more than one is:
+    a model of several modalities takes each, none required (open_clip's CLIP: `image=None, text=None`)."""
+    from atlas.extract.discover.first_consumer import first_consumer
+    names = []
+    for p in params:
+        if p.default is not None:
+            continue
+        try:
+            consumer = first_consumer(model, p.name)
+        except Exception:               # the source is only read: a reading that fails finds nothing
+            consumer = None
+        if consumer is not None and consumer.how == "forward() source":
+            names.append(p.name)
+    return names if len(names) > 1 else []
 
 
 # -- dtypes -------------------------------------------------------------------------------------------------
@@ -242,10 +305,15 @@ def _by_layer(name, model, dtype, main: bool):
     """(candidates, because, low, high, bounds), or why not (None: nothing found). Read from the code where the
     usual names and config fields said nothing: its modules are imported here, where they are used."""
     from atlas.extract.discover.first_consumer import first_consumer
-    from atlas.extract.discover.layer_inputs import candidates
     consumer = first_consumer(model, name)
     if consumer is None or (consumer.how == "module order" and not main):
         return None
+    return _from_consumer(name, consumer, model, dtype)
+
+
+def _from_consumer(name, consumer, model, dtype):
+    """(candidates, because, low, high, bounds) from the first layer an input reaches, or why not (None: nothing)."""
+    from atlas.extract.discover.layer_inputs import candidates
     if consumer.module is not None and any(is_lazy(p) for p in consumer.module.parameters(recurse=False)):
         return msg("the first layer it reaches, %(layer)s, takes its sizes from that input",
                    layer=type(consumer.module).__name__)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
+from atlas.extract.discover.ast_walk import post_order, scaled
+
 log = logging.getLogger("atlas")
 
 # Layers whose sizes say what their input must be.
@@ -35,7 +37,8 @@ PASS_THROUGH = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDr
 # torch.nn layers made of others, read through when one is the model itself: nn.Transformer's `tgt` reaches its
 # decoder, not the encoder its `src` reaches.
 _READ_THROUGH = (nn.Transformer, nn.TransformerDecoder)
-_KEEPS = {"float", "double", "half", "bfloat16", "to", "contiguous", "clone", "detach", "type_as", "requires_grad_"}
+_KEEPS = {"float", "double", "half", "bfloat16", "long", "int", "to", "contiguous", "clone", "detach", "type_as",
+          "requires_grad_"}
 _FUNCTIONAL = {"linear": 1, "embedding": 1, "layer_norm": None, "conv1d": 1, "conv2d": 1, "conv3d": 1}
 MAX_DEPTH = 12
 
@@ -88,7 +91,7 @@ def _enter(module: nn.Module, path: str, arg_index: int | None, keyword: str | N
            rank: int | None) -> Consumer | None:
     """The consumer inside `module`, reached with its positional argument `arg_index` or keyword `keyword`."""
     if isinstance(module, INFORMATIVE):
-        return Consumer(path, module, rank=rank, argument=_parameter(module, arg_index, keyword))
+        return Consumer(path, module, rank=rank, argument=parameter_of(module, arg_index, keyword))
     if isinstance(module, nn.Sequential):
         for key, child in module._modules.items():
             if child is None or isinstance(child, PASS_THROUGH):
@@ -112,7 +115,7 @@ def _enter(module: nn.Module, path: str, arg_index: int | None, keyword: str | N
         return None
 
 
-def _parameter(module: nn.Module, arg_index: int | None, keyword: str | None) -> str | None:
+def parameter_of(module: nn.Module, arg_index: int | None, keyword: str | None) -> str | None:
     """The name of the forward() parameter an argument binds to: its keyword, or the parameter at its position."""
     if keyword is not None:
         return keyword
@@ -140,6 +143,7 @@ class _Reader:
         self.aliases = {param}
         self.loop_vars: dict[str, tuple[nn.Module, str]] = {}
         self.viewed: tuple[int, ...] | None = None
+        self.branches = 0                         # how deep in if/while bodies the statement read is
 
     def body(self, stmts: list[ast.stmt]) -> Consumer | None:
         for stmt in stmts:
@@ -154,7 +158,12 @@ class _Reader:
             found = self.calls(stmt.iter)
             return found or self.body(stmt.body)
         if isinstance(stmt, (ast.If, ast.While)):
-            return self.calls(stmt.test) or self.body(stmt.body) or self.body(stmt.orelse)
+            found = self.calls(stmt.test)
+            self.branches += 1              # a name rebound in a branch may hold the input still on the other side
+            try:
+                return found or self.body(stmt.body) or self.body(stmt.orelse)
+            finally:
+                self.branches -= 1
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             return self.body(stmt.body)
         if isinstance(stmt, ast.Try):
@@ -168,9 +177,12 @@ class _Reader:
         if found is not None and found.viewed is None and self.viewed is not None:
             found = replace(found, viewed=self.viewed)
         if found is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
             if self._is_alias(stmt.value):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                self.aliases |= {t.id for t in targets if isinstance(t, ast.Name)}
+                self.aliases |= names
+            elif not self.branches and self._replaces(stmt.value):
+                self.aliases -= names
         return found
 
     # -- aliases ----------------------------------------------------------------
@@ -179,7 +191,8 @@ class _Reader:
         if isinstance(expr, ast.Name):
             return expr.id in self.aliases
         if isinstance(expr, ast.Subscript):     # `tgt[:, t]`: a step of it, fed to a decoder in a Python loop
-            return self._is_alias(expr.value)
+            adds_axis = any(isinstance(n, ast.Constant) and n.value is None for n in ast.walk(expr.slice))
+            return not adds_axis and self._is_alias(expr.value)     # `t[:, None]` is another shape
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
             if expr.func.attr in _KEEPS:
                 return self._is_alias(expr.func.value)
@@ -189,6 +202,19 @@ class _Reader:
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.loop_vars:
             return isinstance(self.loop_vars[expr.func.id][0], PASS_THROUGH) and \
                 any(self._is_alias(a) for a in expr.args[:1])
+        return False
+
+    def _replaces(self, expr: ast.expr) -> bool:
+        """Whether a name bound to `expr` no longer holds the input: `x = tok + pos` reads no alias of it, and
+        `x = self.token_emb(x)` is a layer's output (x-transformers' wrapper rebinds `x` so, and its output head
+        `self.to_logits(x)` is not where the token ids go). A helper method's result (`labels = self.drop(labels)`)
+        may be the input still."""
+        if not any(isinstance(n, ast.Name) and n.id in self.aliases for n in ast.walk(expr)):
+            return True
+        if isinstance(expr, ast.Call):
+            target = self._callee(expr)
+            return isinstance(target, tuple) and isinstance(target[0], nn.Module) \
+                and not isinstance(target[0], PASS_THROUGH)
         return False
 
     def _shape_unpack(self, stmt: ast.Assign) -> None:
@@ -259,7 +285,7 @@ class _Reader:
     # -- calls ------------------------------------------------------------------
     def calls(self, node: ast.AST) -> Consumer | None:
         """Calls in evaluation order (arguments before the call that takes them)."""
-        for call in _post_order(node):
+        for call in post_order(node):
             found = self.call(call)
             if found is not None:
                 return found
@@ -267,7 +293,7 @@ class _Reader:
 
     def call(self, call: ast.Call | ast.BinOp) -> Consumer | None:
         if isinstance(call, ast.BinOp):         # x @ self.W: a product with a weight matrix, as F.linear's
-            weight = self._resolve(call.right) if self._is_alias(_scaled(call.left)) else None
+            weight = self._resolve(call.right) if self._is_alias(scaled(call.left)) else None
             if isinstance(weight, torch.Tensor) and weight.dim() == 2:
                 return Consumer(self.path, None, function="matmul", weight=weight, rank=self.rank)
             return None
@@ -351,37 +377,3 @@ class _Reader:
             value = obj._modules[key]
             return (value, f"{path}.{key}" if path else key) if with_path else value
         return None
-
-
-def _scaled(expr: ast.expr) -> ast.expr:
-    """The operand under a scaling by numbers (`2 * math.pi * x` -> `x`), which keeps its shape."""
-    while isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mult, ast.Div, ast.Add, ast.Sub)):
-        if _number(expr.left):
-            expr = expr.right
-        elif _number(expr.right):
-            expr = expr.left
-        else:
-            break
-    return expr
-
-
-def _number(expr: ast.expr) -> bool:
-    """A literal, `math.pi`, or arithmetic of those."""
-    if isinstance(expr, ast.Constant):
-        return isinstance(expr.value, (int, float))
-    if isinstance(expr, ast.Attribute):
-        return isinstance(expr.value, ast.Name) and expr.value.id == "math"
-    if isinstance(expr, ast.BinOp):
-        return _number(expr.left) and _number(expr.right)
-    return isinstance(expr, ast.UnaryOp) and _number(expr.operand)
-
-
-def _post_order(node: ast.AST):
-    """Every Call (and `a @ b`) under `node`, children first, in source order; nested function bodies are
-    skipped."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield from _post_order(child)
-    if isinstance(node, ast.Call) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
-        yield node

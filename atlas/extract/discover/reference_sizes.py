@@ -15,7 +15,8 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
     """Where pages evaluate the formulas: at a size the code was pinned to, if it was; the model's
     `atlas_reference_sizes`, else B = 1 and T (and an encoder-decoder's source length S) = 1024, within the config's
     position limit and within the largest size the code allows (`upper`: a table of 32 positions, an assert, a
-    --dim bound); images at the config's image_size (MobileViT's small config: 64 × 64), else 224 × 224."""
+    --dim bound); images at the size the model states (MobileViT's config: 64 × 64; a diffusers UNet's
+    `sample_size`; timm's `pretrained_cfg`), else 224 × 224."""
     config = getattr(model, "config", None)
     declared = {**(hooks_of(model).reference_sizes or {}), **(pinned or {})}
     stated = stated_contexts(config)
@@ -36,12 +37,12 @@ def reference_sizes(model: nn.Module, symbols, pinned: dict | None = None,
 
 
 def stated_sizes(model: nn.Module) -> dict[str, int]:
-    """The sizes the model itself states for its symbols: its `atlas_reference_sizes`, its config's image_size."""
+    """The sizes the model itself states for its symbols: its `atlas_reference_sizes`, the image size it states."""
     return {**_images(model), **(hooks_of(model).reference_sizes or {})}
 
 
 def _images(model: nn.Module) -> dict[str, int]:
-    """H and W from the config's image_size (an int, or a height and a width)."""
-    from atlas.extract.discover.conventions import config_value
-    image, _ = config_value(getattr(model, "config", None), "image_size")
-    return {s: int(v) for s, v in zip("HW", (image, image) if isinstance(image, int) else image or ())}
+    """H and W from the image size the model states (atlas.extract.discover.conventions.stated_image)."""
+    from atlas.extract.discover.conventions import stated_image
+    image, _ = stated_image(model)
+    return dict(zip("HW", image)) if image is not None else {}

@@ -13,6 +13,7 @@ from torch import nn
 from atlas.document.input_specs import input_text as _text
 from atlas.extract.discover import conv_limits
 from atlas.extract.discover.conventions import (
+    GRAPH_EDGES,
     MASKS,
     SERIES,
     TARGET_CONTEXT,
@@ -74,6 +75,9 @@ def by_convention(name, model, config, dtype):
                                                                  setting=config_setting(limit_name, limit))))
         return ([_text(name, "int64", ("B", "T"))], msg("token ids below %(setting)s", setting=setting), 0, vocab,
                 bounds)
+    if name in GRAPH_EDGES:             # a graph's edges: pairs of node indices; the other inputs' rows are the nodes
+        return ([_text(name, "int64", (2, "E"))], msg("a graph's edges: E pairs of node indices below N"), 0, 2,
+                [])
     if name == "token_type_ids":
         types, t_field = config_value(config, "type_vocab_size")
         types = types if isinstance(types, int) and types > 0 else 2

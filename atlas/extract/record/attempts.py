@@ -79,10 +79,11 @@ class Attempts:
         code stopped it for not having (after every choice: a rank-2 input whose features meet a Linear as its
         batch "needs" B = 8, where the next choice, [B, T, 8], is the input)."""
         t = Attempt(disc=disc)
-        refused = []
+        refused, errors = [], {}
         for choice in choices:
             specs, symbols = self.resolved(choice.texts, self.fixed)
             trace = self.symbolic(specs, self.hints(symbols, choice.hints, self.bounds), disc, t.notes)
+            errors[choice.texts] = trace.error
             if trace.error is not None and trace.refused:
                 refused.append((choice, trace))
             if _kept(t, trace, choice, specs, symbols):
@@ -94,7 +95,40 @@ class Attempts:
                 t.notes.append(note)
                 if _kept(t, trace, choice, specs, symbols):
                     return t
+        again, stopped = self.at_stated_size(choices, errors)
+        if again is not None:
+            trace, choice, specs, symbols, note = again
+            t.notes.append(note)
+            _kept(t, trace, choice, specs, symbols)
+        elif stopped is not None:       # at the stated size the code went on to another line: the error to act on
+            t.first_error = stopped
         return t
+
+    def at_stated_size(self, choices: list[Choice], errors: dict):
+        """The first choice with an image (H and W) that runs again at the image size the model states, where no
+        size of the choices ran: a DiT unpatchifies with `height = width = int(seq ** 0.5)`, so only a square image
+        runs, and its config's sample_size is one. ((trace, choice, specs, symbols, note) or None, the error of a
+        run at that size that stopped at another line than at the choice's own sizes, or None)."""
+        from atlas.errors import site_of
+        from atlas.extract.discover.conventions import stated_image
+        size, said = stated_image(self.model)
+        if size is None or "H" in self.fixed or "W" in self.fixed:
+            return None, None
+        stopped = None
+        for choice in choices:
+            if not {"H", "W"} <= {d for x in choice.texts for d in inputs_mod.parse_input(x).dims}:
+                continue
+            pinned = {**self.fixed, "H": size[0], "W": size[1]}
+            specs, symbols = self.resolved(choice.texts, pinned)
+            trace = runs.symbolic(self.model, specs, self.hints(symbols, choice.hints, self.bounds), self.repeats)
+            if trace.error is None and trace.root is not None:
+                note = msg("H = %(h)s, W = %(w)s, the image size %(said)s states: at other sizes the code stops "
+                           "(%(error)s)", h=size[0], w=size[1], said=said, error=errors.get(choice.texts) or "")
+                texts = tuple(input_text(s) for s in specs)
+                return (trace, replace(choice, texts=texts), specs, symbols, note), None
+            if stopped is None and trace.error and site_of(trace.error) != site_of(errors.get(choice.texts) or ""):
+                stopped = trace.error
+        return None, stopped
 
     def symbolic(self, specs, hints: dict, disc, notes: list):
         """One symbolic run; where it fails for a dtype reason, again in the dtypes the model declares (then

@@ -25,10 +25,12 @@ def dtype_error(error: str | None) -> bool:
 def escalate(model: nn.Module, discovery: Discovery, error: str | None, attempt):
     """No discovered choice ran: add optional forward() parameters one at a time, those the error or its line
     names first, then the usual names (a CLIP model needs `pixel_values` beside `input_ids`; DeBERTa on meta runs
-    once `attention_mask` is given). One that took the run further, to a line that names another parameter, stays
-    for the next tries: a Decision Transformer's states, actions, returns and timesteps are all None by default,
-    and its code stops at each in turn. `attempt(discovery)` runs a discovery's choices: (ran, its error, result).
-    Returns (result, discovery) of the first that ran, or None."""
+    once `attention_mask` is given), then those that default to None, in the signature's order (a DiT's `timestep`,
+    then its `class_labels`: its code reads both without testing for None). One that took the run further, to a
+    line that names another parameter or to another line of the code, stays for the next tries: a Decision
+    Transformer's states, actions, returns and timesteps are all None by default, and its code stops at each in
+    turn. `attempt(discovery)` runs a discovery's choices: (ran, its error, result). Returns (result, discovery) of
+    the first that ran, or None."""
     also, queue, seen = discovery.also, optional_extras(model, error, discovery), set()
     while queue:
         extra = queue.pop(0)
@@ -38,23 +40,33 @@ def escalate(model: nn.Module, discovery: Discovery, error: str | None, attempt)
         again = discover(model, also=also + (extra,))
         if again.unresolved or extra not in {f.name for f in again.inputs}:
             continue
-        ran, error, result = attempt(again)
+        ran, later_error, result = attempt(again)
         if ran:
             return result, again
-        further = [p for p in optional_extras(model, error, again, usual=False) if p not in seen]
-        if further:
-            also, queue = also + (extra,), further + queue
+        further = [p for p in optional_extras(model, later_error, again, usual=False) if p not in seen]
+        if further or _moved_on(error, later_error):          # those skipped before may find their layer now
+            also, error, seen = also + (extra,), later_error, set()
+            queue = list(dict.fromkeys(further + optional_extras(model, later_error, again)))
     return None
 
 
-def optional_extras(model: nn.Module, error: str | None, discovery: Discovery, usual: bool = True) -> list[str]:
+def optional_extras(model: nn.Module, error: str | None, discovery: Discovery, usual: bool = True,
+                    unset: int = 8) -> list[str]:
     """Optional forward() parameters to add: those the error or its line of the model's code names, then the
-    usual names."""
+    usual names, then (at most `unset` of) those that default to None."""
     params = parameters(model)
     have = {f.name for f in discovery.inputs}
     said = f"{error} {_error_line(model, error)}" if error else ""
     named = [p for p in params if re.search(rf"\b{re.escape(p)}\b", said)]
-    return [p for p in dict.fromkeys(named + [p for p in USUAL_OPTIONAL if usual and p in params]) if p not in have]
+    usual_names = [p for p in USUAL_OPTIONAL if usual and p in params]
+    none = [name for name, p in params.items() if usual and p.default is None
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)][:unset]
+    return [p for p in dict.fromkeys(named + usual_names + none) if p not in have]
+
+
+def _moved_on(before: str | None, after: str | None) -> bool:
+    """Whether a run stopped at another line of the code than the one before it."""
+    return bool(before and after) and site_of(before) != site_of(after)
 
 
 def _error_line(model: nn.Module, error: str) -> str:
