@@ -5,11 +5,11 @@ import json
 import os
 import re
 
+import flop_reference
 import pytest
 import sympy
 import torch
 from conftest import ROOT
-from flop_reference import by_module, flop_counter as corrected_counter
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from atlas import pipeline
@@ -32,7 +32,7 @@ def flop_counter(model, texts) -> dict:
     si = SymbolicInputs({s: h for s, h in zip(symbols, (2, 6, 7))}, "cpu")
     inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
     model.eval()
-    with fake_tensors(model, si.mode), si.mode, corrected_counter() as counter, torch.enable_grad():
+    with fake_tensors(model, si.mode), si.mode, flop_reference.flop_counter() as counter, torch.enable_grad():
         model(**inputs)
     out = {}
     for name, ops in counter.get_flop_counts().items():
@@ -52,9 +52,9 @@ def flop_counter_at(model, texts, sizes: dict[str, int]) -> dict:
     with mode:
         inputs = {s.name: torch.zeros([sizes.get(d, d) for d in s.dims], dtype=DTYPES[s.dtype]) for s in specs}
     model.eval()
-    with fake_tensors(model, mode), mode, corrected_counter() as counter, torch.enable_grad():
+    with fake_tensors(model, mode), mode, flop_reference.flop_counter() as counter, torch.enable_grad():
         model(**inputs)
-    return by_module(counter)
+    return flop_reference.by_module(counter)
 
 
 def _check_against_flop_counter(doc, model, texts, at: tuple[dict[str, int], ...] = ()):
@@ -433,7 +433,7 @@ def test_a_size_that_was_1_at_the_runs_sizes_pins_nothing():
     assert {str(s) for s in flops.free_symbols} == {"B", "H", "W"}
     model = squeeze_excite().eval()
     for b, h, w in ((1, 224, 224), (2, 193, 161)):
-        with torch.no_grad(), corrected_counter() as counter:
+        with torch.no_grad(), flop_reference.flop_counter() as counter:
             model(torch.randn(b, 3, h, w))
         assert flops.subs({"B": b, "H": h, "W": w}) == counter.get_total_flops()
 
@@ -451,7 +451,7 @@ def test_a_branch_the_runs_sizes_decided_is_taken_as_at_the_reference_sizes():
     flops = sympy.sympify(doc.cost.flops)
     model = windows().eval()
     for b, t in ((1, 1024), (2, 1000)):
-        with torch.no_grad(), corrected_counter() as counter:
+        with torch.no_grad(), flop_reference.flop_counter() as counter:
             model(torch.randn(b, t, 8))
         assert flops.subs({"B": b, "T": t}) == counter.get_total_flops()
 
