@@ -57,6 +57,12 @@ def measure(name: str) -> dict:
     except Exception as exc:  # a crash is a finding: report it and go on to the next model
         import traceback
         return {"name": name, "crash": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+    return summarize(name, doc, error, time.perf_counter() - start)
+
+
+def summarize(name: str, doc, error: str | None, seconds: float) -> dict:
+    """One documented model's figures (bench/library_suite.py reads them too): components with shapes, verified,
+    model code and attention verified, paper views, every failure reason and the input notes."""
     comps = doc.components
     verified = [c for c in comps if c.equations and c.equations.verification and c.equations.verification.verified]
     code = [c for c in comps if is_model_code(c)]
@@ -70,7 +76,7 @@ def measure(name: str) -> dict:
         why = (e.reason if e and e.reason else (e.verification.reason if e and e.verification else "no equations"))
         reasons.append((c.id or "(model)", c.cls.rsplit(".", 1)[-1], str(why)))
     return {
-        "name": name, "seconds": time.perf_counter() - start, "components": len(comps),
+        "name": name, "seconds": seconds, "components": len(comps),
         "shapes": sum(1 for c in comps if c.shapes and c.shapes.status.value == "derived"),
         "code": len(code), "code_verified": sum(1 for c in code if c in verified),
         "attention": len(attn), "attention_verified": sum(1 for c in attn if c in verified),

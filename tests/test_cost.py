@@ -5,12 +5,12 @@ import json
 import os
 import re
 
+import flop_reference
 import pytest
 import sympy
 import torch
 from conftest import ROOT
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from atlas import pipeline
 from atlas.cli import main
@@ -25,21 +25,14 @@ SUITE = ROOT / "tests" / "fixtures" / "hf_suite.py"
 FIXTURES = ROOT / "tests" / "fixtures" / "models.py"
 
 
-def _cpu_flash(query, key, value, *args, out_shape=None, **kwargs):
-    """torch 2.13's FlopCounterMode has no formula for the CPU attention kernel (pytorch#195460): its own sdpa one."""
-    return sdpa_flop_count(query, key, value)
-
-
 def flop_counter(model, texts) -> dict:
     """FlopCounterMode's counts per module path ("" for the model), as expressions in B and T."""
     vocab = inputs_mod.vocabulary(getattr(model, "atlas_dims", None), getattr(model, "atlas_fixed_dims", None))
     specs, symbols = inputs_mod.resolve([inputs_mod.parse_input(t) for t in texts], vocab)
     si = SymbolicInputs({s: h for s, h in zip(symbols, (2, 6, 7))}, "cpu")
     inputs = {s.name: si.tensor(s.name, s.dims, DTYPES[s.dtype]) for s in specs}
-    counter = FlopCounterMode(display=False,
-                              custom_mapping={torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash})
     model.eval()
-    with fake_tensors(model, si.mode), si.mode, counter, torch.enable_grad():
+    with fake_tensors(model, si.mode), si.mode, flop_reference.flop_counter() as counter, torch.enable_grad():
         model(**inputs)
     out = {}
     for name, ops in counter.get_flop_counts().items():
@@ -58,13 +51,10 @@ def flop_counter_at(model, texts, sizes: dict[str, int]) -> dict:
     mode = FakeTensorMode()
     with mode:
         inputs = {s.name: torch.zeros([sizes.get(d, d) for d in s.dims], dtype=DTYPES[s.dtype]) for s in specs}
-    counter = FlopCounterMode(display=False,
-                              custom_mapping={torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash})
     model.eval()
-    with fake_tensors(model, mode), mode, counter, torch.enable_grad():
+    with fake_tensors(model, mode), mode, flop_reference.flop_counter() as counter, torch.enable_grad():
         model(**inputs)
-    return {(name.split(".", 1)[1] if "." in name else ""): sum(ops.values())
-            for name, ops in counter.get_flop_counts().items() if name != "Global"}
+    return flop_reference.by_module(counter)
 
 
 def _check_against_flop_counter(doc, model, texts, at: tuple[dict[str, int], ...] = ()):
@@ -443,7 +433,7 @@ def test_a_size_that_was_1_at_the_runs_sizes_pins_nothing():
     assert {str(s) for s in flops.free_symbols} == {"B", "H", "W"}
     model = squeeze_excite().eval()
     for b, h, w in ((1, 224, 224), (2, 193, 161)):
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        with torch.no_grad(), flop_reference.flop_counter() as counter:
             model(torch.randn(b, 3, h, w))
         assert flops.subs({"B": b, "H": h, "W": w}) == counter.get_total_flops()
 
@@ -461,7 +451,7 @@ def test_a_branch_the_runs_sizes_decided_is_taken_as_at_the_reference_sizes():
     flops = sympy.sympify(doc.cost.flops)
     model = windows().eval()
     for b, t in ((1, 1024), (2, 1000)):
-        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        with torch.no_grad(), flop_reference.flop_counter() as counter:
             model(torch.randn(b, t, 8))
         assert flops.subs({"B": b, "T": t}) == counter.get_total_flops()
 
