@@ -51,7 +51,7 @@ def sd3():
     from diffusers import SD3Transformer2DModel
     return SD3Transformer2DModel(sample_size=16, patch_size=2, in_channels=4, out_channels=4, num_layers=2,
                                  attention_head_dim=16, num_attention_heads=4, joint_attention_dim=32,
-                                 caption_projection_dim=64, pooled_projection_dim=32, pos_embed_max_size=32)
+                                 caption_projection_dim=64, pooled_projection_dim=32, pos_embed_max_size=16)
 
 
 def flux():

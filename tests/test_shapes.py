@@ -218,21 +218,21 @@ def test_input_flag(capsys):
 
 
 def test_symbols_of_the_users_own_are_printed_once_and_listed(tmp_path, capsys):
-    """`--input x:float32[N,8] --input edge_index:int64[2,E]`: N and E are no standard symbol and have no name. The
-    pages print them alone (`[N, 8]`, not "N N"), the model page lists them, and the JSON has them with no name."""
+    """`--input x:float32[V,8] --input edge_index:int64[2,K]`: V and K are no standard symbol and have no name. The
+    pages print them alone (`[V, 8]`, not "V V"), the model page lists them, and the JSON has them with no name."""
     import json
-    args = ["--input", "x:float32[N,8]", "--input", "edge_index:int64[2,E]"]
+    args = ["--input", "x:float32[V,8]", "--input", "edge_index:int64[2,K]"]
     assert main(["describe", fixture_spec("message_passing"), "--json", *args]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["dims"]["symbols"] == [{"symbol": "N", "name": ""}, {"symbol": "E", "name": ""}]
+    assert data["dims"]["symbols"] == [{"symbol": "V", "name": ""}, {"symbol": "K", "name": ""}]
     model, message = data["components"]
-    assert model["outputs"][0]["shape"] == [{"symbol": "N", "name": ""}, 8]
-    assert message["inputs"][0]["shape"] == [{"symbol": "E", "name": ""}, 16]
+    assert model["outputs"][0]["shape"] == [{"symbol": "V", "name": ""}, 8]
+    assert message["inputs"][0]["shape"] == [{"symbol": "K", "name": ""}, 16]
     assert main(["build", fixture_spec("message_passing"), "--docs", str(tmp_path), *args]) == 0
     home = (tmp_path / "messagepassing" / "index.md").read_text()
-    assert r"$x$ [N, 8] · $\mathrm{edge}_{\mathrm{index}}$ [2, E]" in home and "Symbols: N, E;" in home
-    assert "$y$ [N, 8]" in home and "N N" not in home
-    assert "$x$ [E, 16]" in (tmp_path / "messagepassing" / "message.md").read_text()
+    assert r"$x$ [V, 8] · $\mathrm{edge}_{\mathrm{index}}$ [2, K]" in home and "Symbols: V, K;" in home
+    assert "$y$ [V, 8]" in home and "V V" not in home
+    assert "$x$ [K, 16]" in (tmp_path / "messagepassing" / "message.md").read_text()
 
 
 def test_bad_input_flag(capsys):
