@@ -98,7 +98,9 @@ def reference_flops(name: str, texts, sizes: dict[str, int], expected: int) -> t
 
 def _at(expr: str, sizes: dict[str, int]):
     import sympy
-    value = sympy.sympify(expr).subs({sympy.Symbol(k): v for k, v in sizes.items()})
+
+    from atlas.document.expressions import parse      # every name a symbol: sympify reads N and E as sympy's own
+    value = parse(expr).subs({sympy.Symbol(k): v for k, v in sizes.items()})
     return int(value) if value.is_number else value
 
 
