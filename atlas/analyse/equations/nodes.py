@@ -246,8 +246,10 @@ class Evaluator:
     """What running an op tree needs: symbol values, the check's sizes, and the working dtype."""
 
     def __init__(self, env: dict, sizes: dict, dtype: torch.dtype, device: str = "cpu",
-                 working: torch.dtype = torch.float32) -> None:
+                 working: torch.dtype = torch.float32, watch=None) -> None:
         self.env = env
+        self.watch = watch              # called with each node, its arguments' values and its value (the check's
+                                        # conditioning, tolerances.Conditioning)
         self.working = working          # the record's dtype: a cast to it is a cast to the check's precision
         self.sizes = sizes              # {"B": 2, "T": 6}
         self.dtype = dtype
@@ -278,7 +280,10 @@ class Evaluator:
             kids = [self.value(a) if isinstance(a, Node) else self.data(a) for a in node.args]
             if isinstance(node, (Sym, Num, SizeOf)):
                 return node.run(self)
-            return node.run(self, *kids)
+            out = node.run(self, *kids)
+            if self.watch is not None:
+                self.watch(node, kids, out)
+            return out
         return self.data(node)
 
     def data(self, x):

@@ -94,8 +94,10 @@ class Program:
                 env[key] = list(instance.get_submodule(b[1]))
         return env
 
-    def run(self, instance: nn.Module, inputs: dict, sizes: dict, dtype: torch.dtype, working: str = "float32") -> list:
-        ev = Evaluator(self.bind(instance, inputs), sizes, dtype, working=getattr(torch, working))
+    def run(self, instance: nn.Module, inputs: dict, sizes: dict, dtype: torch.dtype, working: str = "float32",
+            watch=None) -> list:
+        """The outputs' values; `watch(node, arguments, value)` sees each node evaluated."""
+        ev = Evaluator(self.bind(instance, inputs), sizes, dtype, working=getattr(torch, working), watch=watch)
         for step in self.steps:
             if not self.symbols[step.key].in_scan:
                 ev.env[step.key] = ev.value(step.node)

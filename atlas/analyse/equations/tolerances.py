@@ -1,5 +1,6 @@
 """How close the equations must come to forward(): the tolerance of the check's dtype (or of a lower one the code
-casts to), the error measured, and the bound pages report in decades of the tolerance."""
+casts to), widened where the values computed call for it (`Conditioning`), the error measured, and the bound pages
+report in decades of the tolerance."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import torch
 from atlas.analyse.equations.ops_nn import Apply
 from atlas.analyse.equations.ops_tensor import Cast
 from atlas.analyse.equations.program import Program
+from atlas.i18n import msg
 
 TOLERANCE = {torch.float64: 1e-9, torch.float32: 2e-4, torch.bfloat16: 5e-2, torch.float16: 5e-3}
 
@@ -29,7 +31,11 @@ def flat(x) -> list:
 
 
 def tolerance_for(prog: Program, dtype: torch.dtype, working: str = "float32") -> float:
-    """The working precision's tolerance, or a lower precision's where the code casts down to it
+    return TOLERANCE[precision_for(prog, dtype, working)]
+
+
+def precision_for(prog: Program, dtype: torch.dtype, working: str = "float32") -> torch.dtype:
+    """The precision whose tolerance applies: the check's, or a lower one where the code casts down to it
     (a cast to float32 that changed nothing in the record still runs in float32 when checked in float64)."""
     low = None
     retried = {working} if working != "float32" else set()     # a record made in bfloat16 to get through a kernel
@@ -45,8 +51,70 @@ def tolerance_for(prog: Program, dtype: torch.dtype, working: str = "float32") -
             if name in LOW and name not in retried and (low is None or TOLERANCE[LOW[name]] > TOLERANCE[low]):
                 low = LOW[name]
     if low is not None and TOLERANCE[low] > TOLERANCE[dtype]:
-        return TOLERANCE[low]
-    return TOLERANCE[dtype]
+        return low
+    return dtype
+
+
+SLACK = 4       # roundings of a function's argument (a product, a sum of two) and of its own value, with room
+
+
+class Conditioning:
+    """Watches a run of the equations (Program.run's `watch`) for what forward()'s rounding alone does to them.
+
+    An elementwise function f of a value x that forward() computes in a precision whose numbers are ε apart at 1
+    (torch.finfo's eps) inherits x's rounding error, up to |x|·ε/2, times |f'(x)|: in units of the output's scale
+    max(1, |f(x)|), an error of κ·ε/2, where κ = max |x·f'(x)| / max(1, |f(x)|) over the values. κ is small for
+    most functions (1 for log, the argument for exp, 0 where a mask made exp 0), and large only where a bounded
+    function takes large arguments: the cos and sin of a rotary table's angles, positions × frequencies up to
+    T·max(inv_freq), so that cos of an angle near 8192 computed in float32 is off by up to 5e-4 whatever the
+    equations. f' is taken by autograd on the values the run computes. The tolerance becomes SLACK·κ·ε where that
+    is larger than the precision's own, and the page says so (`note`)."""
+
+    def __init__(self) -> None:
+        self.condition = 0.0            # κ
+        self.function = None            # the function where κ is largest ("cos"), and its largest argument there
+        self.argument = 0.0
+
+    def __call__(self, node, kids, out) -> None:
+        function = getattr(node, "function", None)
+        x = kids[0] if function is not None and len(kids) == 1 else None
+        if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+            return
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            y = function(x)
+            (slope,) = torch.autograd.grad(y.sum(), x)
+        kappa = ((x.detach() * slope).abs() / y.detach().abs().clamp_min(1)).nan_to_num(0.0, 0.0, 0.0)
+        worst = float(kappa.max())
+        if worst > self.condition:
+            self.condition, self.function = worst, type(node).__name__.lower()
+            self.argument = float(x.detach().abs().nan_to_num(0.0, 0.0, 0.0).max())
+
+    def tolerance(self, base: float, precision: torch.dtype) -> float:
+        """The larger of `base` and SLACK·κ·ε, rounded up to one significant digit (a page reads 4e-03, not
+        3.906e-03 that moves with the sizes' last rounding)."""
+        wide = SLACK * self.condition * torch.finfo(precision).eps
+        if wide <= base:
+            return base
+        exponent = math.floor(math.log10(wide))
+        return float(f"{math.ceil(wide / 10 ** exponent - 1e-9)}e{exponent}")
+
+    def note(self, tolerance: float, base: float, precision: torch.dtype):
+        """The sentence that states a widened tolerance and why; None where it is the precision's own."""
+        if tolerance <= base:
+            return None
+        return msg("The tolerance follows the values computed: forward() takes %(function)s of arguments up to "
+                   "%(argument)s in %(dtype)s, whose rounding alone moves its value by about %(condition)s·ε "
+                   "(ε = %(eps)s); the tolerance is %(slack)s times that, rounded up: %(tolerance)s instead of "
+                   "%(default)s", function=f"`{self.function}`", argument=_figure(self.argument),
+                   dtype=str(precision).removeprefix("torch."), condition=_figure(self.condition),
+                   eps=f"{torch.finfo(precision).eps:.3g}", slack=str(SLACK), tolerance=f"{tolerance:g}",
+                   default=f"{base:g}")
+
+
+def _figure(x: float):
+    """A whole number where it is one to the eye (an int, grouped by the page's language), else three digits."""
+    return round(x) if x >= 100 else f"{x:.3g}"
 
 
 def nan_only_in(expected: list, got: list) -> tuple[int, int] | None:

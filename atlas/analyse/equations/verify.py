@@ -34,11 +34,12 @@ from atlas.analyse.equations.nodes import DataDependentSize
 from atlas.analyse.equations.program import Program
 from atlas.analyse.equations.tolerances import (
     TOLERANCE,
+    Conditioning,
     flat,
     nan_only_in,
+    precision_for,
     relative_error,
     reported_bound,
-    tolerance_for,
 )
 from atlas.document import Verification
 from atlas.errors import where
@@ -100,7 +101,7 @@ def _also(prog: Program | None, first: Verification, run, sizes: dict, dtype: to
     found = _compare(prog, run, sizes, dtype, working, first.tolerance)
     if isinstance(found, Verification):
         return found
-    worst, _ = found
+    worst = found.worst
     dname = _dtype_name(run)
     if worst <= first.tolerance:
         return Verification(True, max_error=reported_bound(worst, first.tolerance), tolerance=first.tolerance,
@@ -135,6 +136,14 @@ def _cast_said(v: Verification) -> Verification:
 
 
 _DTYPE = re.compile(r"dtype|Double|Float|Half|BF16|bfloat16|float64|expected scalar type", re.IGNORECASE)
+
+
+class _Found(NamedTuple):
+    """The equations compared with one run of forward()."""
+    worst: float                        # the largest error
+    nan: tuple | None                   # NaN only in forward()'s outputs: (values, of all)
+    tolerance: float                    # the precision's, widened where the values computed call for it
+    said: object                        # the sentence that states a widened tolerance, else None
 
 
 class _Run(NamedTuple):
@@ -204,7 +213,8 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
     computes them where forward() does not run on random ones, and where the comparison fails because of them:
     forward() gave NaN on them, or decided its path from them (bool(), an integer read) otherwise than on the
     model's own values. A comparison that fails on the same path stays a failure."""
-    tol = tolerance_for(prog, dtype, working)
+    precision = precision_for(prog, dtype, working)
+    tol = TOLERANCE[precision]
     dname = str(dtype).removeprefix("torch.")
     forward = functools.partial(_forward, module, call, sizes, dtype, seed, working)
     run, why = forward(remake_floats=False), None
@@ -223,30 +233,32 @@ def _check(module: nn.Module, prog: Program, call: Call, sizes: dict, dtype: tor
                 "made-up one: %(error)s", input="`" + name + "`", why=cause, error=run.error)), run.error, run
         return Verification(False, tolerance=tol, dtype=dname, reason=msg(
             "not run: forward() failed on the example inputs: %(error)s", error=run.error)), run.error, run
-    found = _compare(prog, run, sizes, dtype, working, tol)
+    found = _compare(prog, run, sizes, dtype, working, tol, precision)
     if isinstance(found, Verification):
         return replace(found, note=_note(run, why)), None, run
-    worst, nan = found
-    if worst > tol and run.made.computed_floats and not run.made.remake_floats:
+    worst, nan = found.worst, found.nan
+    if worst > found.tolerance and run.made.computed_floats and not run.made.remake_floats:
         random_path, again = forward(remake_floats=False, watch=True).reads, forward(remake_floats=True, watch=True)
         if again.error is None and again.made.computed_floats and (nan or again.reads != random_path):
             why = (msg("on random values forward() gives NaN") if nan else
                    msg("on random values forward() reads them and takes another path than on the model's own"))
-            found = _compare(prog, again, sizes, dtype, working, tol)
+            found = _compare(prog, again, sizes, dtype, working, tol, precision)
             if isinstance(found, Verification):
                 return replace(found, note=_note(again, why)), None, again
-            run, (worst, nan) = again, found
-    return _verdict(forward, run, worst, nan, tol, why), None, run
+            run = again
+    return _verdict(forward, run, found, why), None, run
 
 
-def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working: str, tol: float):
-    """(the largest error, NaN only in forward()'s outputs) of the equations against one run, or the Verification
-    saying why they could not be compared."""
+def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working: str, tol: float,
+             precision: torch.dtype | None = None):
+    """The equations against one run (_Found), or the Verification saying why they could not be compared. With
+    `precision`, the one forward() computes in, the tolerance `tol` widens where the values call for it."""
     dname = _dtype_name(run)
+    watch = Conditioning()
     try:
         torch.random.set_rng_state(run.state)   # the numbers forward() drew (a VAE's randn_like), drawn again in order
         with torch.no_grad():
-            got = flat(prog.run(run.inst, run.named, sizes, dtype, working))
+            got = flat(prog.run(run.inst, run.named, sizes, dtype, working, watch=watch))
     except DataDependentSize as exc:    # a limit of the equations, stated: not a disagreement with forward()
         return Verification(False, tolerance=tol, dtype=dname, reason=msg(
             "not run: the equations need %(symbols)s, a size the data decided when the forward was recorded, and no "
@@ -268,28 +280,33 @@ def _compare(prog: Program, run: _Run, sizes: dict, dtype: torch.dtype, working:
                                            got=str(shape), expected=str(tuple(e.shape))))
         worst = max(worst, relative_error(e, a))
     floats = [e for e in expected if (e.is_floating_point() or e.is_complex()) and e.numel()]
+    wide = tol if precision is None else watch.tolerance(tol, precision)
+    said = None if precision is None else watch.note(wide, tol, precision)
     if floats and not any(bool(torch.isfinite(e).any()) for e in floats):     # NaN on both sides proves nothing
         total = sum(e.numel() for e in floats)
-        return math.inf, (total, total)
-    return worst, nan_only_in(expected, got)
+        return _Found(math.inf, (total, total), wide, said)
+    return _Found(worst, nan_only_in(expected, got), wide, said)
 
 
 def _dtype_name(run: _Run) -> str:
     return str(run.made.dtype).removeprefix("torch.")
 
 
-def _note(run: _Run, why):
-    """The floating inputs the check took as the model computes them, and why; None where all were random."""
+def _note(run: _Run, why, said=None):
+    """The floating inputs the check took as the model computes them, and why, and `said`, the sentence that
+    states a widened tolerance; None where there is neither."""
     if why is None:
-        return None
-    return msg("Inputs taken as the model computes them, not at random: %(inputs)s; %(why)s",
-               inputs=[f"`{n}`" for n in dict.fromkeys(run.made.computed_floats)], why=why)
+        return said
+    taken = msg("Inputs taken as the model computes them, not at random: %(inputs)s; %(why)s",
+                inputs=[f"`{n}`" for n in dict.fromkeys(run.made.computed_floats)], why=why)
+    return taken if said is None else msg("%(first)s; %(then)s", first=taken, then=said)
 
 
-def _verdict(forward, run: _Run, worst: float, nan, tol: float, why) -> Verification:
+def _verdict(forward, run: _Run, found: _Found, why) -> Verification:
     """The comparison's outcome: `forward` runs the instance again (a partial of _forward), to tell a forward() that
     draws random numbers torch's seed does not fix from a disagreement."""
-    dname, note = _dtype_name(run), _note(run, why)
+    dname, note = _dtype_name(run), _note(run, why, found.said)
+    worst, nan, tol = found.worst, found.nan, found.tolerance
     if worst > tol and nan and nan[0] == nan[1]:        # every value: the equations' are no evidence either
         return Verification(False, tolerance=tol, dtype=dname, note=note, reason=msg(
             "not compared: forward() gives NaN at every one of its %(total)s values on the inputs the check made: "
