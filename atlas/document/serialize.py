@@ -117,7 +117,8 @@ def component_dict(c: Component) -> dict:
         "reconstruction": c.reconstruction,
         "inputs": tensor_dicts(s.inputs) if s else [],
         "outputs": tensor_dicts(s.outputs) if s else [],
-        "shapes": None if s is None else {"status": s.status.value, "method": s.method, "reason": s.reason},
+        "shapes": None if s is None else {"status": s.status.value, "method": s.method, "reason": s.reason,
+                                          "called_as": s.called_as},
         "idioms": [idiom_dict(i) for i in c.equations.idioms] if c.equations is not None else [],
         "equations": equations_dict(c.equations),
         "verification": verification_dict(c.equations),
@@ -277,7 +278,7 @@ def from_dict(data: dict) -> ModelDoc:
             name_is_prose=c["name_is_prose"],
             shapes=None if c["shapes"] is None else Shapes(
                 ShapeStatus(c["shapes"]["status"]), tensors_from(c["inputs"]), tensors_from(c["outputs"]),
-                c["shapes"]["method"], c["shapes"]["reason"]),
+                c["shapes"]["method"], c["shapes"]["reason"], c["shapes"].get("called_as")),
             equations=equations_from(c),
             source=None if c["source"] is None else replace(
                 _source_from(c["source"]), excerpts=tuple(Excerpt(x["start"], x["end"], x["text"])

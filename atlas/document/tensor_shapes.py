@@ -43,3 +43,5 @@ class Shapes:
     method: str | None = None       # which forward gave them: "fake" (symbolic), "meta", "cpu"; "own": a call of its
                                     # own, on inputs made up for a component the model's forward() does not call
     reason: str | None = None       # why they are missing, why the CPU was needed, or what an own call ran on
+    called_as: str | None = None    # the method the parent's code called instead of forward() (`get_bias`): the
+                                    # shapes, the equations and their check are of that call

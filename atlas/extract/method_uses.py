@@ -31,27 +31,47 @@ def other_methods(model: nn.Module, path: str) -> list[str]:
         return []
     parent_path, _, name = path.rpartition(".")
     try:
-        parent, part = model.get_submodule(parent_path), model.get_submodule(path)
+        parent = model.get_submodule(parent_path)
     except AttributeError:
         return []
-    found: list[str] = []
+    return methods_on_parts(parent).get(name, [])
+
+
+def methods_on_parts(parent: nn.Module) -> dict[str, list[str]]:
+    """{child's name: the methods other than forward() the parent's code calls on it}, for the children that have
+    such methods (`self.rel_pos.get_bias()`: {"rel_pos": ["get_bias"]}); what the class's code says, read once per
+    class."""
+    found: dict[str, list[str]] = {}
+    for name, method in _called_on_attributes(type(parent)):
+        part = parent._modules.get(name)
+        attr = getattr(part, method, None) if part is not None else None
+        if method != "forward" and method not in found.get(name, ()) and callable(attr) and \
+                not isinstance(attr, nn.Module) and not hasattr(nn.Module, method):     # a method, no child
+            found.setdefault(name, []).append(method)
+    return found
+
+
+_CALLED: dict = {}
+
+
+def _called_on_attributes(klass: type) -> list[tuple[str, str]]:
+    """(attribute, method) of each `self.<attribute>.<method>(` in the code of the class and its bases, in order."""
+    known = _CALLED.get(klass)
+    if known is not None:
+        return known
+    pairs: list[tuple[str, str]] = []
     files = SourceFiles()           # not inspect.getsource: it keeps every file it reads in linecache for good
-    for klass in type(parent).__mro__:
-        if klass in (nn.Module, object) or not issubclass(klass, nn.Module):
+    for base in klass.__mro__:
+        if base in (nn.Module, object) or not issubclass(base, nn.Module):
             continue
         try:
-            located = files.klass(klass)
+            located = files.klass(base)
         except (OSError, SyntaxError):
             continue
-        if located is None:
-            continue
-        source = "".join(located[2])
-        for method in re.findall(rf"\bself\.{re.escape(name)}\.([A-Za-z_]\w*)\s*\(", source):
-            attr = getattr(part, method, None)
-            if method != "forward" and method not in found and callable(attr) and \
-                    not isinstance(attr, nn.Module) and not hasattr(nn.Module, method):     # a method, no child
-                found.append(method)
-    return found
+        if located is not None:
+            pairs += re.findall(r"\bself\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)\s*\(", "".join(located[2]))
+    _CALLED[klass] = pairs
+    return pairs
 
 
 def weights_read_by(trace, path: str) -> str | None:

@@ -11,18 +11,20 @@ import contextlib
 import inspect
 
 
-def parameters(module) -> dict[str, inspect.Parameter]:
-    """forward()'s parameters by name; none where it has no signature Python can read."""
+def parameters(module, method: str | None = None) -> dict[str, inspect.Parameter]:
+    """forward()'s parameters by name (or those of the method given: `get_bias`, called instead of forward()); none
+    where it has no signature Python can read."""
     try:
-        return dict(inspect.signature(module.forward).parameters)
+        return dict(inspect.signature(getattr(module, method or "forward")).parameters)
     except (TypeError, ValueError):
         return {}
 
 
-def bind(module, args, kwargs, spread: bool = True) -> dict:
-    """A call's arguments by forward()'s parameter names; with `spread`, *args as name[i] and **kwargs by their own
-    keys, else as the tuple and dict they were passed as. Raises TypeError where the call does not fit."""
-    sig = inspect.signature(module.forward)
+def bind(module, args, kwargs, spread: bool = True, method: str | None = None) -> dict:
+    """A call's arguments by forward()'s parameter names (or the method's); with `spread`, *args as name[i] and
+    **kwargs by their own keys, else as the tuple and dict they were passed as. Raises TypeError where the call does
+    not fit."""
+    sig = inspect.signature(getattr(module, method or "forward"))
     bound = sig.bind(*args, **kwargs)
     if not spread:
         return dict(bound.arguments)
@@ -38,11 +40,11 @@ def bind(module, args, kwargs, spread: bool = True) -> dict:
     return out
 
 
-def bind_or_list(module, args, kwargs) -> dict:
+def bind_or_list(module, args, kwargs, method: str | None = None) -> dict:
     """As bind(), and where the call does not fit the signature (or there is none), by position: args[i], and
     keyword arguments by their keys."""
     try:
-        return bind(module, args, kwargs)
+        return bind(module, args, kwargs, method=method)
     except (TypeError, ValueError):
         return {**{f"args[{i}]": a for i, a in enumerate(args)}, **kwargs}
 

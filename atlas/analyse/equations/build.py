@@ -85,7 +85,7 @@ class Builder(ChildCalls, ListLoops):
 
     def _inputs(self) -> None:
         try:
-            named = bind(self.module, self.call.args, self.call.kwargs)
+            named = bind(self.module, self.call.args, self.call.kwargs, method=self.call.method)
         except TypeError as exc:
             raise leaves.Unsupported(msg("the recorded call does not fit forward()'s signature: %(error)s",
                                          error=str(exc))) from None

@@ -54,7 +54,7 @@ class ChildCalls:
             if len(ins) == 1 and len(outs) == 1:
                 d.env[outs[0].value.id] = self.node_of(ins[0])      # the identity in evaluation mode
                 return
-        if leaves.builder_for(c.module) is not None:               # a skipped entry too: no record needed
+        if leaves.builder_for(c.module) is not None and c.method is None:     # a skipped entry too: no record needed
             if self._leaf(c, rel, section):
                 return
         elif not c.skipped and depth <= MAX_SECTION_DEPTH and composite(c.module) and not holds_stack(c.module) \
@@ -102,14 +102,14 @@ class ChildCalls:
         key = f"m.{rel}"
         d.prog.add(key, "module", ("module", rel), base=type(c.module).__name__, role=rel.rsplit(".", 1)[-1])
         args, kwargs = self._call_args(c)
-        node = CallNode(Sym(key), args, kwargs)
+        node = CallNode(Sym(key), args, kwargs, **({"method": c.method} if c.method else {}))
         _called_at(node, c)
         self._assign(c.out, node, section)
 
     def _call_args(self, c: Call):
         """The call's arguments for the check: tensors as nodes; objects that hold state (a cache) as the
         parameter's default, since the recorded object is not the one a fresh call would get."""
-        params = parameters(c.module)
+        params = parameters(c.module, c.method)
         names = list(params)
         args = tuple(params[names[i]].default if i < len(names) and is_object(a)
                      and params[names[i]].default is not inspect.Parameter.empty else self._data(a)

@@ -245,14 +245,16 @@ def _arg(p, x):
 
 
 class Call(Node):
-    """A child module applied to its arguments, Call(module, args, kwargs); the check calls the real module."""
+    """A child module applied to its arguments, Call(module, args, kwargs); the check calls the real module, or
+    the method of it the code called (meta "method": `get_bias`)."""
 
     def notation(self, p):
         module, args, kwargs = self.args
         return applied(p.print(module), *(p.print(a) for a in kids((args, kwargs))))
 
     def run(self, ev, module, args, kwargs):
-        return module(*args, **kwargs)
+        method = self.meta.get("method")
+        return getattr(module, method)(*args, **kwargs) if method else module(*args, **kwargs)
 
 
 class Loop(Node):

@@ -14,7 +14,7 @@ from atlas.load.forward_calls import bind
 def call_params(c: Call) -> dict:
     """A call's forward() parameters bound to the values it received: {parameter: Value id}."""
     try:
-        bound = bind(c.module, c.args, c.kwargs, spread=False)
+        bound = bind(c.module, c.args, c.kwargs, spread=False, method=c.method)
     except TypeError:
         return {}
     return {k: v.value.id for k, v in bound.items() if isinstance(v, Ref)}

@@ -168,18 +168,18 @@ def _forward(module: nn.Module, call: Call, sizes: dict, dtype: torch.dtype, see
     code_caches.clear(module)           # a cache filled by the record holds its fake tensors
     inst = materialize(module, dtype, seed)
     made = CheckInputs(inst, module, sizes, dtype, seed, working, remake_floats)
-    params = parameters(inst)
+    params = parameters(inst, call.method)
     reads = DataReads()
     try:
         args = tuple(made.rebuild(a, p.name, p.default) for a, p in zip(call.args, params.values()))
         kwargs = {k: made.rebuild(v, k, params[k].default if k in params else inspect.Parameter.empty)
                   for k, v in call.kwargs.items()}
-        named = bind(inst, args, kwargs)
+        named = bind(inst, args, kwargs, method=call.method)
         own_args, own_kwargs = copies((args, kwargs))
         state = torch.random.get_rng_state()
         before, sums = _dtypes(inst), _sums(inst)
         with torch.no_grad(), (reads if watch else contextlib.nullcontext()):
-            out = flat(inst(*own_args, **own_kwargs))
+            out = flat((getattr(inst, call.method) if call.method else inst)(*own_args, **own_kwargs))
         converted = sorted(name for name, kind in _dtypes(inst).items() if name in before and kind != before[name])
         if converted:       # forward() converted tensors of its own (Switch's router keeps itself in float32)
             return _Run(inst, made, None, None, msg("forward() converts its own %(names)s from %(dtype)s to another "

@@ -49,7 +49,7 @@ def tensors(name: str, x) -> list[tuple[str, object]]:
 
 def named_inputs(call: Call) -> list[tuple[str, object]]:
     """The call's tensors, named by the forward() parameter they were passed as."""
-    named = bind_or_list(call.module, call.args, call.kwargs)
+    named = bind_or_list(call.module, call.args, call.kwargs, call.method)
     return [t for name, value in named.items() for t in tensors(name, value)]
 
 
@@ -62,7 +62,7 @@ def of_call(call: Call, vocab: Vocabulary, method: str, note=None, multiples: di
     size written as that branch has it (atlas.extract.trace.branch_sizes)."""
     ins = tuple(_shape(n, v, vocab, multiples or {}) for n, v in named_inputs(call))
     outs = tuple(_shape(n, v, vocab, multiples or {}) for n, v in tensors("output", call.out))
-    return Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
+    return Shapes(ShapeStatus.DERIVED, ins, outs, method, note, called_as=call.method)
 
 
 def record_of(trace: Trace, path: str) -> Trace:

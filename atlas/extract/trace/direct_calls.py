@@ -32,18 +32,20 @@ def watching(modules, enter, leave, always: bool = False):
             restore()
 
 
-def watch(module: nn.Module, enter, leave, always: bool = False):
-    """Watch one module (see `watching`); returns what puts its own `forward` attribute back, if it had one."""
-    if type(module).forward is nn.Module.forward:               # a container (ModuleList): nothing to call
+def watch(module: nn.Module, enter, leave, always: bool = False, method: str = "forward"):
+    """Watch one module (see `watching`); returns what puts its own `forward` attribute back, if it had one. With
+    `method`, another method of it instead (`get_bias`, which its parent calls instead of the module): every call
+    from other code than the module's own is a call of the module."""
+    if method == "forward" and type(module).forward is nn.Module.forward:     # a container (ModuleList)
         return _nothing
-    own = module.__dict__.get("forward", _NONE)
-    module.__dict__["forward"] = _direct(module, module.forward, enter, leave, always, _call_codes())
+    own = module.__dict__.get(method, _NONE)
+    module.__dict__[method] = _direct(module, getattr(module, method), enter, leave, always, _call_codes())
 
     def restore():
         if own is _NONE:
-            module.__dict__.pop("forward", None)
+            module.__dict__.pop(method, None)
         else:
-            module.__dict__["forward"] = own
+            module.__dict__[method] = own
     return restore
 
 

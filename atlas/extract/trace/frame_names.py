@@ -26,7 +26,7 @@ class FrameNames:
         if self.stack:
             call = self.stack[-1]
             call.frames.add(number)
-            if call.forward_frame is None and frame.f_code is forward_code(call.module):
+            if call.forward_frame is None and frame.f_code is forward_code(call.module, call.method):
                 call.forward_frame = number
         return self._local_trace
 
@@ -52,7 +52,7 @@ class FrameNames:
                     v.names.append((number, var, frame.f_lineno, var in params))
 
 
-def forward_code(module: nn.Module):
-    """The code object of a module's own forward(), under any decorators."""
-    fn = inspect.unwrap(type(module).forward)
+def forward_code(module: nn.Module, method: str | None = None):
+    """The code object of a module's own forward() (or of the method given), under any decorators."""
+    fn = inspect.unwrap(getattr(type(module), method or "forward"))
     return getattr(fn, "__code__", None)

@@ -19,6 +19,7 @@ from torch.overrides import TorchFunctionMode
 
 from atlas.extract.trace import direct_calls
 from atlas.extract.trace.frame_names import FrameNames
+from atlas.extract.trace.method_calls import MethodCalls
 from atlas.extract.trace.saved_tensors import SavedTensors
 from atlas.extract.trace.structures import Call, OpEvent, Ref, Site, Size, Value
 from atlas.extract.trace.structures import refs as _refs
@@ -37,7 +38,7 @@ from atlas.load.nested import tensors as _tensors
 from atlas.resources import is_machinery, is_model_code
 
 
-class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
+class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites, MethodCalls):
     """Listens to one forward. Use as `with Recorder(model) as rec: model(...)`, then read `rec.root`."""
 
     def __init__(self, model: nn.Module, to_size=lambda x: x, names: bool = True, originals: dict | None = None,
@@ -340,6 +341,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites):
             self._handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
             self._handles.append(module.register_forward_hook(self._post, with_kwargs=True, always_call=True))
             self._undo.append(direct_calls.watch(module, self._pre, self._post, always=True))
+            self._undo += self._watch_methods(module)
             if id(module) not in self._deferred:
                 pending.extend(reversed([m for m in module.children()]))
 

@@ -109,6 +109,7 @@ class Call:
     failed: str | None = None       # the error that stopped the call, if any
     guards: list = field(default_factory=list)  # Guard: data-dependent values its own code needed as numbers
     site: Site | None = None        # the line of model code that called it
+    method: str | None = None       # the method the parent's code called, where not forward() (`get_bias`)
 
     def calls(self):
         """Every call inside this one, depth-first, this one included."""
