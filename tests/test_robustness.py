@@ -104,3 +104,18 @@ def test_hostile_names_in_a_built_site(tmp_path):
         text = page.read_text()
         assert "<script>alert(1)</script>" not in text and "<b>Evil</b>" not in text, page
     assert html.escape("<b>Evil</b>") in (tmp_path / "site" / "b-evil-b-x-y" / "index.html").read_text()
+
+
+def test_torchscript_child_is_an_opaque_leaf(tmp_path, capsys):
+    """A `torch.jit.script` child takes no hooks: its parameters are counted, its page says why it has no
+    equations, and the model around it is recorded and checked."""
+    from atlas import pipeline
+    doc = pipeline.describe(f"{ROBUST}:scripted")
+    scripted = doc.component("scripted")
+    assert scripted.parameters_per_instance == 20 and doc.totals.parameters == 50
+    assert "TorchScript" in str(scripted.equations.reason) and not scripted.equations.steps
+    for comp in (doc.root, doc.component("pre"), doc.component("post")):
+        assert comp.equations.verification.verified, comp.id
+    docs = build("scripted", tmp_path, capsys)
+    page = next(p for p in docs.rglob("scripted.md")).read_text()
+    assert "runs in TorchScript's interpreter" in page
