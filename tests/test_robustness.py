@@ -119,3 +119,27 @@ def test_torchscript_child_is_an_opaque_leaf(tmp_path, capsys):
     docs = build("scripted", tmp_path, capsys)
     page = next(p for p in docs.rglob("scripted.md")).read_text()
     assert "runs in TorchScript's interpreter" in page
+
+
+def test_a_divisor_made_from_a_size_that_is_zero_is_no_answer():
+    """Sizes at which a floor division or remainder in a size expression divides by 0 have no value, never an
+    exception (Swin's window count at a small image raised ZeroDivisionError from `refused_sizes`)."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, Mod
+
+    from atlas.extract.trace.size_values import value_at
+    w = sympy.Symbol("w", integer=True, positive=True)
+    assert value_at(FloorDiv(w, FloorDiv(w, 4)), {w: 2}) is None
+    assert value_at(Mod(7, FloorDiv(w, 4)), {w: 3}) is None
+    assert value_at(sympy.floor(7 / sympy.floor(w / 4)), {w: 3}) is None
+    assert value_at(FloorDiv(w, FloorDiv(w, 4)), {w: 5}) == 5
+
+
+def test_a_size_solved_past_a_division_by_zero(capsys):
+    """`assert w // (w // 4) == 5` at the run's width: solving for the width meets widths 2 and 3, where w // 4 is
+    0, and goes on to 5."""
+    assert main(["describe", f"{ROBUST}:windows"]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and "ZeroDivisionError" not in out.err
+    assert "W = 5: the code stops at other sizes (robust.py:" in out.err
+    assert "x:float32[B,5]" in out.out

@@ -16,6 +16,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicC
 from torch.utils._sympy.functions import CeilDiv, FloorDiv, Mod, PythonMod
 
 from atlas.extract.trace.shape_env import ROUNDINGS, AssumingShapeEnv, Decompose, guard_site, lines_read_for_stacks
+from atlas.extract.trace.size_values import value_at
 
 
 class SymbolicInputs:
@@ -153,8 +154,8 @@ class SymbolicInputs:
         symbols = sorted(size.free_symbols, key=lambda s: str(self._map.get(s, s)))
         if number < 2 or not symbols or any(s not in self._map or str(self._map[s]) == "B" for s in symbols):
             return []
-        for value in range(2, largest + 1):
-            if size.xreplace({s: sympy.Integer(value) for s in symbols}) == number:
+        for value in range(2, largest + 1):     # a value where a divisor made from it is 0 is no answer
+            if value_at(size, {s: value for s in symbols}) == number:
                 return [(str(self._map[s]), value) for s in symbols]
         return []
 
@@ -195,7 +196,7 @@ class SymbolicInputs:
         symbols = [s for s in e.free_symbols if s in self._map and str(self._map[s]) in self.hints]
         if len(symbols) < 2 or len(symbols) != len(e.free_symbols):
             return False
-        doubled = e.xreplace({s: sympy.Integer(2 * self.hints[str(self._map[s])]) for s in symbols})
+        doubled = value_at(e, {s: 2 * self.hints[str(self._map[s])] for s in symbols})
         return doubled is sympy.true
 
 
