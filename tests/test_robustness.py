@@ -143,3 +143,18 @@ def test_a_size_solved_past_a_division_by_zero(capsys):
     assert "Traceback" not in out.err and "ZeroDivisionError" not in out.err
     assert "W = 5: the code stops at other sizes (robust.py:" in out.err
     assert "x:float32[B,5]" in out.out
+
+
+def test_a_module_at_two_paths_is_documented_once_where_it_is_called(tmp_path, capsys):
+    """`self.shared = m; self.block.inner = m`, and only the block calls it: one component, `block.inner`, its
+    parameters counted there, checked through the block's call; `shared` is no page of its own."""
+    from atlas import pipeline
+    doc = pipeline.describe(f"{ROBUST}:shared")
+    assert [c.id for c in doc.components] == ["", "block", "block.inner", "block.out"]
+    inner = doc.component("block.inner")
+    assert inner.parameters_per_instance == 20 and not inner.counted_elsewhere
+    assert all(r.counted for r in inner.rows) and doc.totals.parameters == 40
+    for comp in doc.components:
+        assert comp.equations.verification.verified, comp.id
+    docs = build("shared", tmp_path, capsys)
+    assert not [p for p in docs.rglob("shared.md")] and list(docs.rglob("inner.md"))
