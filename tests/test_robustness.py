@@ -158,3 +158,13 @@ def test_a_module_at_two_paths_is_documented_once_where_it_is_called(tmp_path, c
         assert comp.equations.verification.verified, comp.id
     docs = build("shared", tmp_path, capsys)
     assert not [p for p in docs.rglob("shared.md")] and list(docs.rglob("inner.md"))
+
+
+def test_a_cost_the_data_decides_is_said_on_stderr_once(capsys):
+    """`x[x.sum(-1) > 0]` keeps as many rows as the data says: the cost of the model and of its Linear is left
+    uncounted, which each page and the JSON say, and stderr says once for the model."""
+    assert main(["describe", f"{ROBUST}:masked"]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "not counted" in line]
+    assert lines == ["atlas: Masked: the cost of 2 components is not counted, (model) first: it depends on sizes the "
+                     "data decided, returned by Tensor.__getitem__ (robust.py:161)"]
