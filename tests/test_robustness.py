@@ -168,3 +168,46 @@ def test_a_cost_the_data_decides_is_said_on_stderr_once(capsys):
     lines = [line for line in err.splitlines() if "not counted" in line]
     assert lines == ["atlas: Masked: the cost of 2 components is not counted, (model) first: it depends on sizes the "
                      "data decided, returned by Tensor.__getitem__ (robust.py:161)"]
+
+
+@pytest.mark.parametrize("name, note, shown", [
+    ("multiple", "atlas: Limits: W = 8: the code requires floor(W/2) to be a multiple of 4 (robust.py:183), which it "
+                 "is from 8 to 9, the nearest sizes above the run's 6", "W = 224"),
+    ("most", "atlas: Limits: W ≤ 5: the code refuses larger sizes (robust.py:185), and the run's 6 was one", "W = 5"),
+    ("least", "atlas: Limits: W ≥ 8: the code refuses smaller sizes (robust.py:187), and the run's 6 was one",
+     "W = 224"),
+])
+def test_a_size_the_code_asks_for_is_solved_and_stays_a_symbol(name, note, shown, capsys):
+    """A multiple (MaxViT's `height must be divisible by window`), a maximum (SD3's `Height cannot be greater than
+    pos_embed_max_size`), a minimum: the run's width 6 fails each; the width solved for, and the line that asked,
+    are said; W stays a symbol (the costs are evaluated at W = 224, or at the maximum), and the equations check."""
+    assert main(["describe", "--verify", f"{ROBUST}:{name}"]) == 0
+    out = capsys.readouterr()
+    assert note in out.err.splitlines() and "Traceback" not in out.err
+    assert "x:float32[B,W]" in out.out and f"at B = 1, {shown};" in out.out
+    assert "verified for 2" in out.out
+
+
+def test_the_solved_sizes_of_a_run():
+    """What `refused_sizes` gives a run that stopped: the width solved for, its kind, and the line."""
+    from atlas.extract.record.attempts import Attempts
+    from atlas.extract.trace import runs
+    from atlas.load import spec as specs
+    for name, size, line, extra in (("multiple", 8, 183, {"first": 8, "last": 9, "modulus": 4, "step": 8}),
+                                    ("most", 5, 185, {}), ("least", 8, 187, {})):
+        model = specs.load(f"{ROBUST}:{name}").model
+        r = Attempts(model, walk.walk(specs.Loaded(name, model, None)), None, None, None)
+        found, symbols = r.resolved(r.choices[0].texts, {})
+        trace = runs.symbolic(model, found, r.hints(symbols, {}, r.bounds), r.repeats)
+        assert trace.error is not None and trace.hints["W"] == 6
+        (req,) = [q for q in trace.refused if q.name == "W"]
+        assert (req.kind, req.size, req.site, req.hint) == (name, size, f"robust.py:{line}", 6)
+        assert all(getattr(req, k) == v for k, v in extra.items()), req
+
+
+def test_distinct_sizes_stay_within_a_maximum():
+    """SD3's H and W, both at most 33: the run's sizes are 33 and 32, not 33 and 34 (past the maximum)."""
+    from atlas.extract.record.attempts import Attempts
+    from atlas.extract.trace.size_values import most_halved
+    assert Attempts.hints(["H", "W"], {"H": 40, "W": 40}, {"H": (None, 33), "W": (None, 33)}) == {"H": 33, "W": 32}
+    assert most_halved(61, 64) == 64 and most_halved(8, 9) == 8 and most_halved(225, 256) == 256
