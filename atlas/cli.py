@@ -213,6 +213,7 @@ def _inputs_report(docs, strict: bool, given: bool = False) -> int:
     (on fake tensors), or the real one a check ran (on tensors with values: a table of positions indexed past its
     rows, `--dim T=300` beside 256 positions)."""
     from atlas import i18n
+    from atlas.analyse.cost.component_costs import uncounted_by_data
     failed = 0
     for doc in docs:
         for note in doc.input_notes:
@@ -223,6 +224,9 @@ def _inputs_report(docs, strict: bool, given: bool = False) -> int:
                       "give example inputs with --input NAME:DTYPE[DIMS] (or atlas_inputs on the model)")
             print(f"atlas: {doc.name}: {i18n.render(doc.forward_failure)}; {advice}", file=sys.stderr)
             continue
+        uncounted = uncounted_by_data(doc)       # said on each page; here once per model
+        if uncounted is not None:
+            print(f"atlas: {doc.name}: {i18n.render(uncounted)}", file=sys.stderr)
         real = [c for c in doc.components if c.equations is not None and c.equations.verification is not None
                 and getattr(c.equations.verification.reason, "msgid", None) == _FORWARD_FAILED]
         if real:

@@ -20,11 +20,24 @@ def where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     outside = [f for f in frames if is_model_code(f.filename)]
     frame = (outside or frames or [None])[-1]
-    message = " ".join(str(exc).split())
+    message = _script_error(str(exc)) or " ".join(str(exc).split())
     if len(message) > 200:
         message = message[:197] + "..."
     place = f" ({Path(frame.filename).name}:{frame.lineno})" if frame else ""
     return f"{type(exc).__name__}: {message}{place}"
+
+
+def _script_error(text: str) -> str | None:
+    """An error of TorchScript's interpreter, which prints a traceback of its own: where in the scripted code it
+    failed, and its last line; None for any other error."""
+    import re
+
+    if "Traceback of TorchScript" not in text:
+        return None
+    places = re.findall(r'File "([^"]+)", line (\d+), in (\w+)', text)
+    last = text.strip().splitlines()[-1].strip() if text.strip() else ""
+    place = f" at {places[-1][0].rsplit('/', 1)[-1]}:{places[-1][1]} ({places[-1][2]})" if places else ""
+    return f"in TorchScript's interpreter{place}" + (f": {last}" if last and not last.endswith(":") else "")
 
 
 def site_of(error: str) -> tuple[str, int] | None:

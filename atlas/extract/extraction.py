@@ -12,6 +12,7 @@ from atlas import progress
 from atlas.document import ModelDoc
 from atlas.document import input_specs as inputs_mod
 from atlas.errors import AtlasError
+from atlas.extract import aliases
 from atlas.extract.accounting import has_lazy
 from atlas.extract.record import plan
 from atlas.extract.walk import walk
@@ -31,8 +32,11 @@ def extract(loaded, settings: Settings) -> tuple[ModelDoc, object]:
         bar.update()
     with progress.stage("shapes") as bar:
         outcome = _recorded(loaded, doc, inputs, settings)
-        if outcome.apart:               # alike list entries that computed differently: a component per kind
-            outcome = _recorded(loaded, walk(loaded, outcome.apart), inputs, settings)
+        skipped = aliases.uncalled(loaded.model, outcome.trace)
+        # alike list entries that computed differently: a component per kind; a module registered twice: documented
+        # once, where its parent calls it
+        if outcome.apart or skipped:
+            outcome = _recorded(loaded, walk(loaded, outcome.apart, skipped), inputs, settings)
         doc, trace = replace(outcome.doc, forward_failure=outcome.failure), outcome.trace
         bar.update()
     _dims_are_symbols(doc, settings)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from atlas.document import Component, ModelDoc, Published
-from atlas.extract import accounting, names
+from atlas.extract import accounting, aliases, names
 from atlas.load.hooks import hooks_of
 from atlas.load.spec import Loaded
 
@@ -38,10 +38,14 @@ class _Position:
 
 
 class _Walker:
-    def __init__(self, model: nn.Module, kinds: dict | None = None) -> None:
+    def __init__(self, model: nn.Module, kinds: dict | None = None, skipped: frozenset = frozenset()) -> None:
         self.model = model
         self.kinds = kinds or {}        # module path -> (kind, why), for list entries that compute differently
+        self.skipped = skipped          # registrations of a twice-registered module left out (atlas.extract.aliases)
         self.owners = accounting.tensor_owners(model)
+        if skipped:                     # a tensor is counted at a path kept
+            for holders in self.owners.values():
+                holders.sort(key=lambda place: aliases.left_out(place.rpartition(".")[0], skipped))
         self._sigs: dict[str, str] = {}
         self.components: list[Component] = []
 
@@ -58,7 +62,7 @@ class _Walker:
             [(n, accounting.shape_of(p), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
              for n, p in module._parameters.items() if p is not None],
             [(n, accounting.shape_of(b), str(b.dtype)) for n, b in module._buffers.items() if b is not None],
-            [(k, self.signature(_join(path, k), c)) for k, c in children(module)],
+            [(k, self.signature(_join(path, k), c)) for k, c in self.children(path, module)],
         ]
         digest = hashlib.sha1(repr(parts).encode()).hexdigest()
         self._sigs[path] = digest
@@ -66,7 +70,7 @@ class _Walker:
 
     def _group(self, path: str, container: nn.Module) -> list[list[str]]:
         groups: dict[str, list[str]] = {}
-        for key, child in children(container):
+        for key, child in self.children(path, container):
             groups.setdefault(self.signature(_join(path, key), child), []).append(key)
         return list(groups.values())
 
@@ -76,9 +80,15 @@ class _Walker:
             return [_Position(names.index_spec(keys), keys, keys[0] if len(keys) == 1 else None)
                     for keys in self._group(path, module)]
         out: list[_Position] = []
-        for key, child in children(module):
+        for key, child in self.children(path, module):
             self._expand(path, key, key, child, out)
         return out
+
+    def children(self, path: str, module: nn.Module) -> list[tuple[str, nn.Module]]:
+        """Every registered child (`children`), but the registrations left out."""
+        found = children(module)
+        return [(k, c) for k, c in found if not aliases.left_out(_join(path, k), self.skipped)] if self.skipped \
+            else found
 
     def _expand(self, path: str, key: str, segment: str, child: nn.Module, out: list[_Position]) -> None:
         """A transparent container's entries take its place; nested ones are opened too."""
@@ -253,11 +263,12 @@ def model_name(model: nn.Module) -> tuple[str, str]:
     return name, names.slug(name)
 
 
-def walk(loaded: Loaded, kinds: dict | None = None) -> ModelDoc:
+def walk(loaded: Loaded, kinds: dict | None = None, skipped: frozenset = frozenset()) -> ModelDoc:
     """The model's components; `kinds` ({module path: (kind, why)}) keeps apart list entries that compute
-    differently, and says why on their pages."""
+    differently, and says why on their pages; `skipped` are registrations of a twice-registered module that the
+    record called through another path (atlas.extract.aliases), left out."""
     model = loaded.model
-    walker = _Walker(model, kinds)
+    walker = _Walker(model, kinds, skipped)
     walker.visit("", None, None, [("", model)], 1)
     name, slug = model_name(model)
     doc = ModelDoc(

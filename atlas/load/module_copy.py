@@ -32,3 +32,32 @@ def deep_copy(model: nn.Module, values: bool = True) -> nn.Module:
                 if type(t) is torch.Tensor and id(t) not in memo:
                     memo[id(t)] = torch.empty_like(t, device="meta")
     return copy.deepcopy(model, memo)
+
+
+def to_empty_cpu(model: nn.Module) -> nn.Module:
+    """`model.to_empty(device="cpu")`, where TorchScript modules below it, which refuse `to_empty`, take new empty
+    CPU tensors for their parameters and buffers one by one, out of the way of the rest's `to_empty`."""
+    scripted = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.jit.ScriptModule)]
+    if not scripted:
+        return model.to_empty(device="cpu")
+    for _, m in scripted:
+        for store in (m._parameters, m._buffers):
+            for name, t in list(store.items()):
+                if t is not None and t.device.type != "cpu":
+                    empty = torch.empty_like(t, device="cpu")
+                    store[name] = nn.Parameter(empty, t.requires_grad) if isinstance(t, nn.Parameter) else empty
+    if isinstance(model, torch.jit.ScriptModule):
+        return model
+    tops = [(name, m) for name, m in scripted if not any(name.startswith(f"{o}.") for o, _ in scripted)]
+    held = []
+    for name, m in tops:                # out of the tree while the rest moves, then back where they were
+        owner, _, attr = name.rpartition(".")
+        parent = model.get_submodule(owner) if owner else model
+        held.append((parent, attr, m))
+        parent._modules[attr] = None
+    try:
+        model = model.to_empty(device="cpu")
+    finally:
+        for parent, attr, m in held:
+            parent._modules[attr] = m
+    return model

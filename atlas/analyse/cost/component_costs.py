@@ -17,7 +17,7 @@ from atlas.extract.discover.reference_sizes import reference_sizes
 from atlas.extract.trace import branch_sizes
 from atlas.extract.trace.call_shapes import first_call_of, record_of
 from atlas.extract.trace.structures import refs, upstream
-from atlas.i18n import msg
+from atlas.i18n import msg, msgn
 
 
 def pinned_sizes(trace) -> dict[str, int]:
@@ -112,6 +112,25 @@ def with_costs(model: nn.Module, doc: ModelDoc, trace, fixed: dict | None = None
                           _cache_not_counted(trace, doc, pinned) if per_token is None else None, capped,
                           elements if elements else None, trace.dtype)
     return replace(doc, cost=root, cost_summary=summary)
+
+
+_DATA_DECIDES = ("Not counted: one forward's cost depends on sizes the data decides as the forward runs, not on the "
+                 "input sizes (how many tokens a router sends each expert, how many positions a mask keeps): here, "
+                 "the sizes returned by %(origins)s.")
+
+
+def uncounted_by_data(doc: ModelDoc):
+    """One sentence for stderr where the cost of components is not counted because the data decides a size (a
+    boolean mask's rows, the tokens a router sends each expert), else None: the pages and the JSON say it on each
+    component; the command line says it once per model."""
+    comps = [c for c in doc.components if getattr(c.cost_reason, "msgid", None) == _DATA_DECIDES]
+    if not comps:
+        return None
+    origins = tuple(dict.fromkeys(o for c in comps for o in dict(c.cost_reason.args)["origins"]))
+    return msgn("the cost of %(n)s component is not counted, %(first)s: it depends on a size the data decided, "
+                "returned by %(origins)s",
+                "the cost of %(n)s components is not counted, %(first)s first: it depends on sizes the data "
+                "decided, returned by %(origins)s", len(comps), first=comps[0].id or "(model)", origins=origins)
 
 
 def _calls_by_path(root) -> dict[str, list]:

@@ -5,8 +5,8 @@
 - a direct child of the documented component with children of its own code, and no stack of blocks inside:
   its steps, as a section;
 - a child of few operations and no children (pure math: an RMS norm): its expression, inlined;
-- anything else, or a child whose steps follow a data-dependent path (`data_dependence`): the child's
-  operator, linked to its page, and run as the real module when checked.
+- anything else, a TorchScript module, or a child whose steps follow a data-dependent path (`data_dependence`): the
+  child's operator, linked to its page, and run as the real module when checked.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from atlas.analyse.equations.data_dependence import data_dependent
 from atlas.analyse.equations.nodes import Node, Sym
 from atlas.analyse.equations.ops_nn import Call as CallNode
 from atlas.analyse.equations.recorded import call_params, is_object
+from atlas.extract.trace import direct_calls
 from atlas.extract.trace.structures import Call, OpEvent, Ref, Size, refs
 from atlas.load.forward_calls import parameters
 from atlas.load.hooks import hooks_of
@@ -49,6 +50,9 @@ class ChildCalls:
         if outs and all(r.value.id in d.env for r in outs) and not c.skipped:
             return                                  # it returned its input unchanged (Identity, eval Dropout)
         rel = self._rel(c.path)
+        if not direct_calls.hookable(c.module):     # TorchScript: what it runs is out of sight, its operator stays
+            self._opaque(c, rel, section)
+            return
         if not c.skipped and isinstance(c.module, _DROPOUTS):
             ins = refs(list(c.args) + list(c.kwargs.values()))
             if len(ins) == 1 and len(outs) == 1:

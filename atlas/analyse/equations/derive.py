@@ -27,6 +27,7 @@ from atlas.analyse.paper.view import Rewritten, paper_program
 from atlas.document import Component, Equations, EquationStatus, ModelDoc, PaperView, ShapeStatus
 from atlas.document.expressions import symbol_names
 from atlas.errors import AtlasError
+from atlas.extract.trace import direct_calls
 from atlas.extract.trace.call_shapes import first_call_of, record_of
 from atlas.extract.trace.structures import refs
 from atlas.i18n import msg
@@ -134,6 +135,10 @@ def equations_for(module: nn.Module, comp: Component, trace, link_ids, vocab, bu
         why = comp.shapes.reason if comp.shapes else msg("no shapes")
         return Equations(EquationStatus.NOT_DERIVED,
                          reason=msg("no example inputs reach this component (%(why)s)", why=why)), comp.summary
+    if not direct_calls.hookable(module):
+        return Equations(EquationStatus.NOT_DERIVED, reason=msg(
+            "a TorchScript module (torch.jit.script): its forward() runs in TorchScript's interpreter, which shows "
+            "the atlas none of its code; its parameters are counted, and its equations are not derived")), comp.summary
     call = first_call_of(trace, None, comp.path, module) if trace is not None else None
     if call is None:
         return Equations(EquationStatus.NOT_DERIVED, reason=msg("the record has no complete call of this component")), \

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from atlas.load import buffer_values
-from atlas.load.module_copy import deep_copy
+from atlas.load.module_copy import deep_copy, to_empty_cpu
 
 
 def _retie(original: nn.Module, copy_: nn.Module) -> None:
@@ -57,7 +57,7 @@ def materialize(module: nn.Module, dtype: torch.dtype, seed: int) -> nn.Module:
     matrices uniform with variance 1/fan_in (as informative as normal), gains and biases near one."""
     inst = deep_copy(module, values=False)
     inst.to(dtype) if any(t.device.type == "meta" for t in inst.parameters()) else None   # free on the meta device
-    inst = inst.to_empty(device="cpu")
+    inst = to_empty_cpu(inst)                       # TorchScript modules too
     _retie(module, inst)
     pool = _pool(seed)
     offset = 0

@@ -57,7 +57,8 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
                                    _describe(_tensors("output", output)))
 
     code_caches.clear(model)            # a table cached by an earlier run holds that run's tensors
-    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules()]
+    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules() if direct_calls.hookable(m)]
+    handles += direct_calls.hook_scripted({id(m) for m in model.modules() if not direct_calls.hookable(m)}, None, hook)
     try:
         with torch.no_grad(), direct_calls.watching(model.modules(), None, hook):
             call(model, example)

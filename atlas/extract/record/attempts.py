@@ -19,6 +19,7 @@ from atlas.document import input_specs as inputs_mod
 from atlas.errors import AtlasError
 from atlas.extract.record.set_apart import repeat_groups
 from atlas.extract.trace import runs
+from atlas.extract.trace.size_values import Required, stops_at
 from atlas.i18n import Text, msg, render
 from atlas.load.hooks import hooks_of
 
@@ -91,8 +92,8 @@ class Attempts:
         for choice, trace in refused:
             again = self.at_required_sizes(choice, trace)
             if again is not None:
-                trace, choice, specs, symbols, note = again
-                t.notes.append(note)
+                trace, choice, specs, symbols, notes = again
+                t.notes.extend(notes)
                 if _kept(t, trace, choice, specs, symbols):
                     return t
         again, stopped = self.at_stated_size(choices, errors)
@@ -148,29 +149,52 @@ class Attempts:
                     return retry
         return trace
 
-    def at_required_sizes(self, choice: Choice, trace, tries: int = 3):
+    def at_required_sizes(self, choice: Choice, trace, tries: int = 6):
         """The run again at the sizes the code stopped it for not having: `assert h == self.image_size` failed at
         H = 40 (a ViT's fixed 224 x 224), at the line the run stopped on. W's assert comes once H passes: up to
-        `tries` runs. (trace, choice with the sizes put in, specs, symbols, note), or None where no run gets past."""
-        sizes: dict[str, tuple[int, str]] = {}
+        `tries` runs. A size the code needs a multiple of a number (MaxViT's windows) is the run's size there, and
+        a maximum or minimum it raised past (SD3's `pos_embed_max_size`) a bound on the symbol: both stay symbols,
+        and are pinned only where the run fails so. A multiple asked again further on (MaxViT's next stage, whose
+        map is half the size) takes the place of the one before. (trace, choice with the sizes put in, specs,
+        symbols, notes), or None where no run gets past."""
+        sizes: dict[str, Required] = {}
         stopped = trace
         for _ in range(tries):
-            new = [(name, size, site) for name, size, site in stopped.refused
-                   if name not in sizes and name not in self.fixed and site and site in (stopped.error or "")]
+            new = [r for r in stopped.refused if r.name not in self.fixed and stops_at(r, stopped.error)
+                   and (r.name not in sizes or _further(sizes[r.name], r))]
             if not new:
-                return None
-            for name, size, site in new:
-                sizes[name] = (size, site)
-            pinned = {**self.fixed, **{name: size for name, (size, _) in sizes.items()}}
-            specs, symbols = self.resolved(choice.texts, pinned)
-            stopped = runs.symbolic(self.model, specs, self.hints(symbols, choice.hints, self.bounds), self.repeats)
-            if stopped.error is None and stopped.root is not None:
-                texts = tuple(input_text(s) for s in specs)
-                note = msg("%(sizes)s: the code stops at other sizes (%(sites)s)",
-                           sizes=", ".join(f"{name} = {size}" for name, (size, _) in sizes.items()),
-                           sites=", ".join(dict.fromkeys(site for _, site in sizes.values())))
-                return stopped, replace(choice, texts=texts), specs, symbols, note
+                break
+            for r in new:
+                sizes[r.name] = r._replace(hint=sizes[r.name].hint) if r.name in sizes else r
+            stopped, found = self._at(choice, sizes, pin=False)
+            if found is not None:
+                return found
+        if any(r.kind != "equal" for r in sizes.values()):     # kept symbols the code did not run with: pinned
+            return self._at(choice, sizes, pin=True)[1]
         return None
+
+    def _at(self, choice: Choice, sizes: dict, pin: bool):
+        """(the run at the sizes asked for, and where it worked the answer of at_required_sizes, else None)."""
+        pinned = {**self.fixed, **{n: r.size for n, r in sizes.items() if pin or r.kind == "equal"}}
+        hints = dict(choice.hints)
+        for n, r in sizes.items():         # distinct sizes, each a multiple as asked: MaxViT's H = 64, W = 96
+            if r.kind == "multiple":
+                hints[n] = r.size
+                while r.step and hints[n] in [h for k, h in hints.items() if k != n]:
+                    hints[n] += r.step
+        bounds = dict(self.bounds)
+        for n, r in sizes.items():
+            low, high = bounds.get(n, (None, None))
+            bounds[n] = (r.size if r.kind == "least" else low, r.size if r.kind == "most" else high)
+        specs, symbols = self.resolved(choice.texts, pinned)
+        stopped = runs.symbolic(self.model, specs, self.hints(symbols, hints, bounds), self.repeats)
+        if stopped.error is not None or stopped.root is None:
+            return stopped, None
+        if not pin:
+            self.bounds.update({n: b for n, b in bounds.items() if n in sizes and sizes[n].kind in ("most", "least")})
+        texts = tuple(input_text(s) for s in specs)
+        return stopped, (stopped, replace(choice, texts=texts, hints=hints), specs, symbols,
+                         required_notes(sizes, {n for n in pinned if n in sizes}))
 
     def with_optional_inputs(self, tried: Attempt) -> Attempt:
         """Optional forward() parameters added, those the error or its line names first, then the usual ones
@@ -217,8 +241,43 @@ class Attempts:
                 h = min(h, high)
             while h in hints.values() or h < 2:
                 h += 1
+            if high is not None and h > high:       # distinct below the bound, not past it (H, W <= 33: 33, 32)
+                h = high
+                while h in hints.values() and h > max(2, low or 2):
+                    h -= 1
             hints[s] = h
         return hints
+
+
+def _further(before: Required, again: Required) -> bool:
+    """A multiple the code asks of a symbol again, of a larger size than the one the last run was given."""
+    return before.kind == again.kind == "multiple" and again.size > before.size
+
+
+def required_notes(sizes: dict, pinned: set) -> list:
+    """What the code asked for and the line that said so, one note per kind: sizes it compared with a number,
+    the nearest multiple it needs, the limits it raised past."""
+    equal = {n: r for n, r in sizes.items() if r.kind == "equal"}
+    notes = [msg("%(sizes)s: the code stops at other sizes (%(sites)s)",
+                 sizes=", ".join(f"{n} = {r.size}" for n, r in equal.items()),
+                 sites=", ".join(dict.fromkeys(r.site for r in equal.values())))] if equal else []
+    for n, r in sizes.items():
+        if r.kind == "multiple":
+            notes.append(msg("%(symbol)s = %(size)s: the code requires %(expr)s to be a multiple of %(modulus)s "
+                             "(%(site)s), which it is from %(first)s to %(last)s, the nearest sizes above the run's "
+                             "%(hint)s", symbol=n, size=r.size, hint=r.hint, expr=r.expr, modulus=r.modulus,
+                             site=r.site, first=r.first, last=r.last))
+        elif r.kind == "most":
+            notes.append(msg("%(symbol)s ≤ %(size)s: the code refuses larger sizes (%(site)s), and the run's %(hint)s "
+                             "was one", symbol=n, size=r.size, hint=r.hint, site=r.site))
+        elif r.kind == "least":
+            notes.append(msg("%(symbol)s ≥ %(size)s: the code refuses smaller sizes (%(site)s), and the run's "
+                             "%(hint)s was one", symbol=n, size=r.size, hint=r.hint, site=r.site))
+    kept = [n for n, r in sizes.items() if r.kind != "equal" and n in pinned]
+    if kept:
+        notes.append(msg("recorded at %(sizes)s only: the code did not run with %(symbols)s left a symbol",
+                         sizes=", ".join(f"{n} = {sizes[n].size}" for n in kept), symbols=kept))
+    return notes
 
 
 def choices_of(disc) -> list[Choice]:

@@ -16,6 +16,7 @@ import sympy
 
 from atlas.extract.record.attempts import Attempt, Attempts
 from atlas.extract.trace import runs
+from atlas.extract.trace.size_values import value_at
 
 
 def refined(r: Attempts, tried: Attempt):
@@ -127,4 +128,4 @@ def _off_reference(r: Attempts, trace) -> tuple[dict, list]:
                   if high is not None and high < upper.get(s, high + 1)})
     reference = dict(reference_sizes(r.model, list(trace.hints), None, upper))
     at = {trace.symbols[s]: v for s, v in reference.items() if s in trace.symbols}
-    return reference, [c for c in trace.branches if c.subs(at) == sympy.false]
+    return reference, [c for c in trace.branches if value_at(c, at) == sympy.false]

@@ -11,7 +11,9 @@ import functools
 import sys
 import types
 
+import torch
 from torch import nn
+from torch.nn.modules import module as module_hooks
 
 _NONE = object()
 
@@ -32,11 +34,33 @@ def watching(modules, enter, leave, always: bool = False):
             restore()
 
 
+def hookable(module: nn.Module) -> bool:
+    """False for a TorchScript module (`torch.jit.script(...)`): it takes no hooks and no `forward` of ours, and
+    its calls run in TorchScript's interpreter, out of a recording's sight. The atlas documents it as an opaque
+    leaf."""
+    return not isinstance(module, torch.jit.ScriptModule)
+
+
+def hook_scripted(ids: set, enter, leave) -> list:
+    """Handles of two global hooks that call `enter(module, args, {})` and `leave(module, args, {}, output)` around
+    each call of a TorchScript module whose id is in `ids` (a set the caller may add to later): such a module takes
+    no hooks of its own, but torch's global hooks see its calls."""
+    def pre(module, args):
+        if id(module) in ids and enter is not None:
+            enter(module, args, {})
+
+    def post(module, args, output):
+        if id(module) in ids:
+            leave(module, args, {}, output)
+    return [module_hooks.register_module_forward_pre_hook(pre),
+            module_hooks.register_module_forward_hook(post, always_call=True)]
+
+
 def watch(module: nn.Module, enter, leave, always: bool = False, method: str = "forward"):
     """Watch one module (see `watching`); returns what puts its own `forward` attribute back, if it had one. With
     `method`, another method of it instead (`get_bias`, which its parent calls instead of the module): every call
-    from other code than the module's own is a call of the module."""
-    if method == "forward" and type(module).forward is nn.Module.forward:     # a container (ModuleList)
+    from other code than the module's own is a call of the module. A TorchScript module is not watched so."""
+    if not hookable(module) or (method == "forward" and type(module).forward is nn.Module.forward):
         return _nothing
     own = module.__dict__.get(method, _NONE)
     module.__dict__[method] = _direct(module, getattr(module, method), enter, leave, always, _call_codes())

@@ -69,6 +69,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites, MethodCa
         self._hooked: set = set()           # ids of the modules hooked
         self._undo: list = []               # what puts back each hooked module's forward (trace.direct_calls)
         self._deferred: set = set()         # ids of modules whose submodules are hooked only once they run
+        self._scripted: set = set()         # ids of the TorchScript modules met (they take no hooks of their own)
         self._previous_trace = None
         self._noted = False                 # note_weights() was called: weights found later are noted too
         self._owners: dict = {}             # id(tensor) -> (kind, module path, name, tensor)
@@ -337,6 +338,9 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites, MethodCa
             module = pending.pop()
             if id(module) in self._hooked:
                 continue
+            if not direct_calls.hookable(module):     # TorchScript: an opaque leaf, seen by the global hooks
+                self._scripted.add(id(module))
+                continue
             self._hooked.add(id(module))
             self._handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
             self._handles.append(module.register_forward_hook(self._post, with_kwargs=True, always_call=True))
@@ -347,6 +351,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites, MethodCa
 
     def __enter__(self):
         self._hook_tree(self.model)
+        self._handles.extend(direct_calls.hook_scripted(self._scripted, self._pre, self._post))
         if self.names:
             self._previous_trace = sys.gettrace()
             sys.settrace(self._global_trace)
@@ -365,6 +370,7 @@ class Recorder(TorchFunctionMode, SavedTensors, FrameNames, ViewWrites, MethodCa
                 restore()
             self._undo.clear()
             self._hooked.clear()
+            self._scripted.clear()
             while self.stack:                       # calls left open by an exception
                 call = self.stack.pop()
                 call.failed = str(exc[1]) if exc and exc[1] is not None else "interrupted"

@@ -83,7 +83,7 @@ def symbolic(model: nn.Module, specs, hints: dict[str, int], repeats: list[list[
         trace.assumed = si.shape_env.assumed_values()
         trace.upper = si.upper_bounds()
         trace.conditions = tuple(si.conditions())
-        trace.refused = tuple(si.refused_sizes()) if error is not None else ()
+        trace.refused = tuple(si.refused_sizes(error)) if error is not None else ()
         trace.returned_state = returned_state(output, si.expr, rec)
         del output
         trace.branches = tuple(condition for condition, _ in si.branch_conditions())

@@ -16,6 +16,9 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicC
 from torch.utils._sympy.functions import CeilDiv, FloorDiv, Mod, PythonMod
 
 from atlas.extract.trace.shape_env import ROUNDINGS, AssumingShapeEnv, Decompose, guard_site, lines_read_for_stacks
+from atlas.extract.trace.size_values import Required, most_halved, multiple_from, near, passing_bound, value_at
+
+_RELATIONS = (sympy.StrictGreaterThan, sympy.GreaterThan, sympy.StrictLessThan, sympy.LessThan)
 
 
 class SymbolicInputs:
@@ -128,23 +131,59 @@ class SymbolicInputs:
         names = {str(sym): str(name) for sym, name in self._map.items()}
         return re.sub(r"\bs\d+\b", lambda m: names.get(m.group(0), m.group(0)), text)
 
-    def refused_sizes(self) -> list[tuple[str, int, str]]:
-        """(symbol, size, file:line) for each input size the code compared with a number and found different: an
-        `assert h == self.image_size` that the run's 40 failed. A run that stopped there may run at that size."""
+    def refused_sizes(self, error: str | None = None) -> list[Required]:
+        """The input sizes the code asked for where the run stopped (`error`, its file:line last): a size it compared
+        with a number and found different (`assert h == self.image_size`, which the run's 40 failed); a size it
+        needs a multiple of a number (`assert h % 8 == 0`): the nearest from the run's up; a maximum or minimum it
+        raised past (`if height > max_size: raise`): the largest (smallest) size that passes. A run that stopped
+        there may run at that size."""
         out = []
         for g in self.shape_env.guards:
             e = g.expr
+            site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
+            if isinstance(e, _RELATIONS) and error is not None and near(site, error):
+                out += self._bound(e, site)
             if not isinstance(e, sympy.Ne):
                 continue
-            site = (g.sloc.maybe_user_loc or str(g.sloc)).strip().strip("()")
             if e.lhs.is_Symbol or e.rhs.is_Symbol:
                 sym, number = (e.lhs, e.rhs) if e.lhs.is_Symbol else (e.rhs, e.lhs)
                 if sym in self._map and number.is_Integer and int(number) >= 2:
-                    out.append((str(self._map[sym]), int(number), site))
+                    out.append(Required(str(self._map[sym]), int(number), site))
             elif e.lhs.is_Integer or e.rhs.is_Integer:
                 number, size = (e.lhs, e.rhs) if e.lhs.is_Integer else (e.rhs, e.lhs)
-                out += [(name, value, site) for name, value in self._equal_at(size, int(number))]
+                if number == 0 and isinstance(size, (Mod, PythonMod, sympy.Mod)) and size.args[1].is_Integer:
+                    out += self._multiple(size, site) if error is not None and near(site, error) else []
+                    continue
+                out += [Required(name, value, site) for name, value in self._equal_at(size, int(number))]
         return out
+
+    def _one_size(self, expr):
+        """(the ShapeEnv symbol, the others at their sizes) where `expr` is in one input size besides the batch."""
+        symbols = [s for s in expr.free_symbols if s in self._map and str(self._map[s]) != "B"]
+        if len(symbols) != 1 or any(s not in self._map for s in expr.free_symbols):
+            return None, {}
+        return symbols[0], {s: self.hints[str(self._map[s])] for s in expr.free_symbols if s != symbols[0]}
+
+    def _multiple(self, mod, site: str) -> list[Required]:
+        sym, others = self._one_size(mod)
+        if sym is None:
+            return []
+        name = str(self._map[sym])
+        found = multiple_from(mod, sym, self.hints[name], others)
+        if found is None:
+            return []
+        after = multiple_from(mod, sym, found[1] + 1, others)
+        size = most_halved(*found)
+        return [Required(name, size, site, "multiple", str(readable(mod.args[0].xreplace(self._map))),
+                         int(mod.args[1]), self.hints[name], *found, most_halved(*after) - size if after else 0)]
+
+    def _bound(self, relation, site: str) -> list[Required]:
+        sym, others = self._one_size(relation)
+        if sym is None:
+            return []
+        name = str(self._map[sym])
+        found = passing_bound(relation, sym, self.hints[name], others)
+        return [] if found is None else [Required(name, found[1], site, found[0], hint=self.hints[name])]
 
     def _equal_at(self, size, number: int, largest: int = 4096) -> list[tuple[str, int]]:
         """A size made from the input's sizes that the code compared with a number, found different: a learned
@@ -153,8 +192,8 @@ class SymbolicInputs:
         symbols = sorted(size.free_symbols, key=lambda s: str(self._map.get(s, s)))
         if number < 2 or not symbols or any(s not in self._map or str(self._map[s]) == "B" for s in symbols):
             return []
-        for value in range(2, largest + 1):
-            if size.xreplace({s: sympy.Integer(value) for s in symbols}) == number:
+        for value in range(2, largest + 1):     # a value where a divisor made from it is 0 is no answer
+            if value_at(size, {s: value for s in symbols}) == number:
                 return [(str(self._map[s]), value) for s in symbols]
         return []
 
@@ -195,7 +234,7 @@ class SymbolicInputs:
         symbols = [s for s in e.free_symbols if s in self._map and str(self._map[s]) in self.hints]
         if len(symbols) < 2 or len(symbols) != len(e.free_symbols):
             return False
-        doubled = e.xreplace({s: sympy.Integer(2 * self.hints[str(self._map[s])]) for s in symbols})
+        doubled = value_at(e, {s: 2 * self.hints[str(self._map[s])] for s in symbols})
         return doubled is sympy.true
 
 
