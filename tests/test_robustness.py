@@ -114,6 +114,8 @@ def test_torchscript_child_is_an_opaque_leaf(tmp_path, capsys):
     scripted = doc.component("scripted")
     assert scripted.parameters_per_instance == 20 and doc.totals.parameters == 50
     assert "TorchScript" in str(scripted.equations.reason) and not scripted.equations.steps
+    # the aten calls TorchScript's interpreter makes are counted: x W^T + b at B = 2 (TorchScript pins B)
+    assert scripted.cost.flops == "64" and not scripted.cost.uncounted and doc.root.cost.flops == "160"
     for comp in (doc.root, doc.component("pre"), doc.component("post")):
         assert comp.equations.verification.verified, comp.id
     docs = build("scripted", tmp_path, capsys)
