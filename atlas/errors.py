@@ -34,10 +34,11 @@ def _script_error(text: str) -> str | None:
 
     if "Traceback of TorchScript" not in text:
         return None
-    places = re.findall(r'File "([^"]+)", line (\d+), in (\w+)', text)
-    last = text.strip().splitlines()[-1].strip() if text.strip() else ""
+    traceback = text.split("Traceback of TorchScript", 1)[1].split("\nAt:\n", 1)[0]
+    places = re.findall(r'File "([^"]+)", line (\d+), in (\w+)', traceback)
+    said = re.findall(r"^\w+(?:Error|Exception): *(.*)$", traceback, re.M)
     place = f" at {places[-1][0].rsplit('/', 1)[-1]}:{places[-1][1]} ({places[-1][2]})" if places else ""
-    return f"in TorchScript's interpreter{place}" + (f": {last}" if last and not last.endswith(":") else "")
+    return f"in TorchScript's interpreter{place}" + (f": {said[-1].strip()}" if said and said[-1].strip() else "")
 
 
 def site_of(error: str) -> tuple[str, int] | None:

@@ -114,6 +114,8 @@ def test_torchscript_child_is_an_opaque_leaf(tmp_path, capsys):
     scripted = doc.component("scripted")
     assert scripted.parameters_per_instance == 20 and doc.totals.parameters == 50
     assert "TorchScript" in str(scripted.equations.reason) and not scripted.equations.steps
+    # the aten calls TorchScript's interpreter makes are counted: x W^T + b at B = 2 (TorchScript pins B)
+    assert scripted.cost.flops == "64" and not scripted.cost.uncounted and doc.root.cost.flops == "160"
     for comp in (doc.root, doc.component("pre"), doc.component("post")):
         assert comp.equations.verification.verified, comp.id
     docs = build("scripted", tmp_path, capsys)
@@ -211,3 +213,17 @@ def test_distinct_sizes_stay_within_a_maximum():
     from atlas.extract.trace.size_values import most_halved
     assert Attempts.hints(["H", "W"], {"H": 40, "W": 40}, {"H": (None, 33), "W": (None, 33)}) == {"H": 33, "W": 32}
     assert most_halved(61, 64) == 64 and most_halved(8, 9) == 8 and most_halved(225, 256) == 256
+
+
+def test_a_torchscript_block_is_one_leaf_and_a_torchscript_model_is_refused(capsys):
+    """A scripted Sequential's children are no components (TorchScript refuses `get_submodule`): their parameters
+    are the block's rows, counted. A model that is TorchScript itself is refused, saying why, without a traceback."""
+    from atlas import pipeline
+    doc = pipeline.describe(f"{ROBUST}:scripted_block")
+    body = doc.component("body")
+    assert [c.id for c in doc.components] == ["", "body", "head"] and not body.children
+    assert [(r.name, r.count, r.counted) for r in body.rows] == [("0.weight", 16, True), ("0.bias", 4, True)]
+    assert doc.totals.parameters == 30 and doc.root.equations.verification.verified
+    assert main(["describe", f"{ROBUST}:scripted_whole"]) != 0
+    err = capsys.readouterr().err
+    assert "returned a TorchScript module (torch.jit.script)" in err and "Traceback" not in err

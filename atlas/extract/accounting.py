@@ -7,6 +7,7 @@ de-duplicates the same way, while `state_dict()` and `remove_duplicate=False` do
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
@@ -84,9 +85,17 @@ def shape_of(t) -> tuple[int, ...]:
     return () if is_lazy(t) else tuple(int(s) for s in t.shape)
 
 
+def own_tensors(module: nn.Module, store: str) -> list[tuple[str, object]]:
+    """A module's own parameters (`store` "_parameters") or buffers ("_buffers") by name; a TorchScript module's
+    children's too ("0.weight"): the atlas documents it as one opaque leaf, its children no components."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return list(module.named_parameters() if store == "_parameters" else module.named_buffers())
+    return list(getattr(module, store).items())
+
+
 def param_rows(module: nn.Module, path: str, owners: dict[int, list[str]]) -> tuple[ParamRow, ...]:
     rows = []
-    for name, p in module._parameters.items():
+    for name, p in own_tensors(module, "_parameters"):
         if p is None:
             continue
         here = _join(path, name)
@@ -113,9 +122,9 @@ def buffer_rows(module: nn.Module) -> tuple[BufferRow, ...]:
             shape=shape_of(b),
             dtype=str(b.dtype).removeprefix("torch."),
             count=numel(b),
-            persistent=name not in module._non_persistent_buffers_set,
+            persistent=name not in getattr(module, "_non_persistent_buffers_set", ()),
         )
-        for name, b in module._buffers.items()
+        for name, b in own_tensors(module, "_buffers")
         if b is not None
     )
 

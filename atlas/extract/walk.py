@@ -15,6 +15,7 @@ import inspect
 import re
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 from atlas.document import Component, ModelDoc, Published
@@ -60,8 +61,9 @@ class _Walker:
             str(self.kinds.get(path, ("", None))[0]),
             _extra_repr(module),
             [(n, accounting.shape_of(p), str(p.dtype), p.requires_grad, accounting.marker(self.owners, path, n, p))
-             for n, p in module._parameters.items() if p is not None],
-            [(n, accounting.shape_of(b), str(b.dtype)) for n, b in module._buffers.items() if b is not None],
+             for n, p in accounting.own_tensors(module, "_parameters") if p is not None],
+            [(n, accounting.shape_of(b), str(b.dtype)) for n, b in accounting.own_tensors(module, "_buffers")
+             if b is not None],
             [(k, self.signature(_join(path, k), c)) for k, c in self.children(path, module)],
         ]
         digest = hashlib.sha1(repr(parts).encode()).hexdigest()
@@ -153,7 +155,10 @@ def _transparent(module: nn.Module) -> bool:
 
 
 def children(module: nn.Module) -> list[tuple[str, nn.Module]]:
-    """Every registered child, including a module registered twice (named_children() hides the second)."""
+    """Every registered child, including a module registered twice (named_children() hides the second); none of a
+    TorchScript module's, an opaque leaf (atlas.extract.accounting.own_tensors)."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return []
     return [(k, c) for k, c in module._modules.items() if c is not None]
 
 

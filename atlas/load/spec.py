@@ -14,6 +14,7 @@ import sys
 import traceback
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from atlas.errors import SpecError
@@ -120,6 +121,10 @@ def _load(spec: str, target: str, attr: str, device: str) -> Loaded:
         raise SpecError(f"SPEC {spec!r}: {attr} is a {type(factory).__name__}, not a callable")
     if not isinstance(model, nn.Module):
         raise SpecError(f"SPEC {spec!r}: {attr}() returned {type(model).__name__}, not a torch.nn.Module")
+    if isinstance(model, torch.jit.ScriptModule):       # no hooks, no submodules by path: nothing to record
+        raise SpecError(f"SPEC {spec!r}: {attr}() returned a TorchScript module (torch.jit.script), whose forward "
+                        "runs in TorchScript's interpreter, out of the atlas's sight; give the Python module it was "
+                        "scripted from (a TorchScript child of a Python model is documented as an opaque leaf)")
     return Loaded(spec=display_spec(target, attr), model=model, source_file=getattr(module, "__file__", None))
 
 

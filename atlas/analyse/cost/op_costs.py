@@ -14,6 +14,7 @@ not draw, at one byte per element, as training draws them.
 from __future__ import annotations
 
 import sympy
+import torch
 
 from atlas.extract.trace.structures import Call, OpEvent, Ref
 
@@ -23,7 +24,8 @@ LAYOUT = {"view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "ex
           "repeat", "repeat_interleave", "arange", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
           "empty", "empty_like", "tensor", "t", "T", "mT", "new_ones", "new_zeros", "new_full", "new_empty",
           "item", "dropout", "embedding", "index_select", "gather", "masked_fill", "where", "tril", "triu", "pad",
-          "unfold", "roll", "flip", "select", "slice", "as_strided", "scatter", "sort", "argsort", "topk"}
+          "unfold", "roll", "flip", "select", "slice", "as_strided", "scatter", "sort", "argsort", "topk",
+          "size", "stride", "dim", "numel", "sym_size", "sym_stride", "sym_numel"}   # queries TorchScript's code makes
 
 
 def _numel(shape) -> object:
@@ -56,9 +58,16 @@ def _out(ev: OpEvent):
     return _shape(out)
 
 
+def op_name(ev: OpEvent) -> str:
+    """A recorded call's name as the counts know it: "Tensor.matmul" is "matmul", and an aten operator that code
+    run by TorchScript's interpreter called ("addmm.default") is its packet's name ("addmm")."""
+    name = ev.name.removeprefix("Tensor.")
+    return name.split(".", 1)[0] if isinstance(ev.func, torch._ops.OpOverload) else name
+
+
 def op_flops(ev: OpEvent):
     """(dense FLOPs, causal FLOPs or None) of one recorded call; None where it is not a contraction."""
-    name = ev.name.removeprefix("Tensor.")
+    name = op_name(ev)
     out = _out(ev)
     if name in ("linear",):
         w = _shape(_arg(ev, 1, "weight"))
@@ -261,7 +270,7 @@ class Costs:
             else:
                 counted = op_flops(ev)
                 if counted is None:
-                    name = ev.name.removeprefix("Tensor.")
+                    name = op_name(ev)
                     if name not in LAYOUT and not name.startswith("_"):
                         uncounted.add(name.strip("_").removeprefix("r") if name.startswith("__r") else name.strip("_"))
                     continue

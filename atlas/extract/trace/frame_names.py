@@ -53,6 +53,9 @@ class FrameNames:
 
 
 def forward_code(module: nn.Module, method: str | None = None):
-    """The code object of a module's own forward() (or of the method given), under any decorators."""
+    """The code object of a module's own forward() (or of the method given), under any decorators; None for a
+    TorchScript module, whose class's `forward` is TorchScript's own (reading it raises AttributeError)."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return None
     fn = inspect.unwrap(getattr(type(module), method or "forward"))
     return getattr(fn, "__code__", None)
