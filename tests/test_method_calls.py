@@ -6,6 +6,7 @@ The models are in tests/fixtures/methods.py."""
 
 import json
 
+import jsonschema
 import pytest
 from conftest import ROOT
 
@@ -39,13 +40,15 @@ def test_a_call_of_get_bias_is_a_call_of_the_part_where_the_parent_makes_it():
 
 def test_its_equations_are_checked_against_the_same_method(capsys):
     assert main(["describe", f"{METHODS}:rel_pos_attention", "--json", "--verify"]) == 0
-    comps = {c["id"]: c for c in json.loads(capsys.readouterr().out)["components"]}
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, json.loads((ROOT / "atlas" / "render" / "schema" / "model.schema.json").read_text()))
+    comps = {c["id"]: c for c in data["components"]}
     rel_pos = comps["rel_pos"]
     assert rel_pos["shapes"]["called_as"] == "get_bias" and rel_pos["shapes"]["status"] == "derived"
     assert rel_pos["inputs"] == [] and rel_pos["outputs"][0]["shape"] == [1, 2, 5, 5]
     assert rel_pos["verification"] == {"verified": True, "max_error": 1e-12, "tolerance": 1e-9, "reason": None,
                                        "dtype": "float64", "note": None}
-    assert comps[""]["verification"]["verified"] and comps["qkv"]["shapes"]["called_as"] is None
+    assert comps[""]["verification"]["verified"] and "called_as" not in comps["qkv"]["shapes"]
 
 
 def test_the_check_calls_the_method_and_not_forward(monkeypatch):

@@ -118,7 +118,7 @@ def component_dict(c: Component) -> dict:
         "inputs": tensor_dicts(s.inputs) if s else [],
         "outputs": tensor_dicts(s.outputs) if s else [],
         "shapes": None if s is None else {"status": s.status.value, "method": s.method, "reason": s.reason,
-                                          "called_as": s.called_as},
+                                          **({"called_as": s.called_as} if s.called_as else {})},
         "idioms": [idiom_dict(i) for i in c.equations.idioms] if c.equations is not None else [],
         "equations": equations_dict(c.equations),
         "verification": verification_dict(c.equations),
