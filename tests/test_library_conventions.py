@@ -74,3 +74,14 @@ def test_totals_are_exact(name):
     loaded = spec.load(f"{FIXTURES}:{name}")
     doc = pipeline.document(loaded, pipeline.Settings(verify=False))
     assert doc.totals.parameters == sum(p.numel() for p in loaded.model.parameters())
+
+
+def test_an_attention_output_projection_to_fewer_features_is_counted_at_its_size():
+    """F.multi_head_attention_forward's output projection is its weight's size, 16 -> 4, not 16 -> 16: with T
+    positions, 2·T·16·16 for each of q, k and v, 2·T·16·4 out, and 2·2·T·T·16 for the scores and the mix."""
+    import sympy
+    doc = _document("attention_pool")
+    T = sympy.Symbol("T", positive=True, integer=True)
+    B = sympy.Symbol("B", positive=True, integer=True)
+    expected = B * (3 * 2 * T * 16 * 16 + 2 * T * 16 * 4 + 4 * T * T * 16)
+    assert sympy.expand(sympy.sympify(doc.cost.flops, locals={"B": B, "T": T}) - expected) == 0

@@ -142,7 +142,8 @@ def _recurrent(ev: OpEvent):
 def _multi_head_attention(ev: OpEvent, out):
     """torch.nn.MultiheadAttention's functional form, one call for the whole layer: the q, k, v projections, q kᵀ
     and the weights times v over the heads, the output projection. Queries (L, N, E) or (L, E), keys (S, N, kdim),
-    values (S, N, vdim); bias_k and add_zero_attn each add a key after the projections."""
+    values (S, N, vdim); the output projection to as many features as its weight has rows; bias_k and add_zero_attn
+    each add a key after the projections."""
     q, k, v = (_shape(_arg(ev, i, key)) for i, key in ((0, "query"), (1, "key"), (2, "value")))
     e = _arg(ev, 3, "embed_dim_to_check")
     if q is None or k is None or v is None or not isinstance(e, int) or \
@@ -151,7 +152,9 @@ def _multi_head_attention(ev: OpEvent, out):
     n = q[1] if len(q) == 3 else 1
     L, S = q[0], k[0]
     keys = S + (1 if _arg(ev, 7, "bias_k") is not None else 0) + (1 if _arg(ev, 9, "add_zero_attn") else 0)
-    projections = 2 * n * (L * e * e + S * k[-1] * e + S * v[-1] * e + L * e * e)
+    out_w = _shape(_arg(ev, 11, "out_proj_weight"))
+    out_dim = out_w[0] if out_w is not None and len(out_w) == 2 else e      # open_clip's pool projects 512 -> 32
+    projections = 2 * n * (L * e * e + S * k[-1] * e + S * v[-1] * e + L * e * out_dim)
     dense = projections + 4 * n * L * keys * e
     causal = None
     if bool(_arg(ev, 24, "is_causal")) and sympy.simplify(L - keys) == 0:

@@ -77,21 +77,23 @@ def config_value(config, *names):
 
 def stated_image(model) -> tuple[tuple[int, int] | None, str | None]:
     """The image size a model states, (height, width), and where: its config's field (IMAGE_FIELDS, a diffusers
-    UNet's `sample_size` in latent pixels), else the `input_size` (channels, height, width) of timm's
-    `pretrained_cfg` or `default_cfg`, else an `img_size` or `image_size` attribute of the model. (None, None)
-    where it states none."""
+    UNet's `sample_size` in latent pixels), else an `img_size` or `image_size` attribute of the model or, first in
+    module order, of one of its parts (timm's `patch_embed.img_size`, open_clip's `visual.image_size`), else the
+    `input_size` (channels, height, width) of timm's `pretrained_cfg` or `default_cfg`, which describes the
+    pretrained weights' inputs. (None, None) where it states none."""
     value, name = config_value(getattr(model, "config", None), *IMAGE_FIELDS)
     if value is not None:
         return _pair(value), f"config.{name}"
+    for path, module in model.named_modules():
+        for attr in ("img_size", "image_size"):
+            value = getattr(module, attr, None)
+            if _pair(value) is not None:
+                return _pair(value), f"model.{path + '.' if path else ''}{attr} = {value}"
     for attr in ("pretrained_cfg", "default_cfg"):
         cfg = getattr(model, attr, None)
         size = cfg.get("input_size") if isinstance(cfg, dict) else None
         if isinstance(size, (list, tuple)) and len(size) == 3 and all(isinstance(v, int) and v > 0 for v in size):
             return (size[1], size[2]), f"model.{attr}['input_size'] = {tuple(size)}"
-    for attr in ("img_size", "image_size"):
-        value = getattr(model, attr, None)
-        if _pair(value) is not None:
-            return _pair(value), f"model.{attr} = {value}"
     return None, None
 
 

@@ -98,8 +98,8 @@ class Attempts:
                     return t
         again, stopped = self.at_stated_size(choices, errors)
         if again is not None:
-            trace, choice, specs, symbols, note = again
-            t.notes.append(note)
+            trace, choice, specs, symbols, *notes = again
+            t.notes.extend(notes)
             _kept(t, trace, choice, specs, symbols)
         elif stopped is not None:       # at the stated size the code went on to another line: the error to act on
             t.first_error = stopped
@@ -108,7 +108,8 @@ class Attempts:
     def at_stated_size(self, choices: list[Choice], errors: dict):
         """The first choice with an image (H and W) that runs again at the image size the model states, where no
         size of the choices ran: a DiT unpatchifies with `height = width = int(seq ** 0.5)`, so only a square image
-        runs, and its config's sample_size is one. ((trace, choice, specs, symbols, note) or None, the error of a
+        runs, and its config's sample_size is one; at that size, the sizes the code asks for besides (open_clip's
+        text at its context length). ((trace, choice, specs, symbols, *notes) or None, the error of a
         run at that size that stopped at another line than at the choice's own sizes, or None)."""
         from atlas.errors import site_of
         from atlas.extract.discover.conventions import stated_image
@@ -127,6 +128,12 @@ class Attempts:
                            "(%(error)s)", h=size[0], w=size[1], said=said, error=errors.get(choice.texts) or "")
                 texts = tuple(input_text(s) for s in specs)
                 return (trace, replace(choice, texts=texts), specs, symbols, note), None
+            if trace.error is not None and trace.refused:     # at that size, another size the code asks for
+                again = self.at_required_sizes(replace(choice, texts=tuple(input_text(s) for s in specs)), trace)
+                if again is not None:
+                    note = msg("H = %(h)s, W = %(w)s, the image size %(said)s states: at other sizes the code stops "
+                               "(%(error)s)", h=size[0], w=size[1], said=said, error=errors.get(choice.texts) or "")
+                    return (*again[:4], note, *again[4]), None
             if stopped is None and trace.error and site_of(trace.error) != site_of(errors.get(choice.texts) or ""):
                 stopped = trace.error
         return None, stopped
