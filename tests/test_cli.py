@@ -68,7 +68,7 @@ def test_bad_input_from_a_real_process(tmp_path):
 # layer, recurrent and composite layers' builders) or only for pages (writing the docs tree, its fingerprint, jinja2's
 # filters): a model that needs none of it leaves it unimported, and its memory free (atlas.pipeline).
 ONLY_WHEN_NEEDED = ("atlas.extract.probes.probe_shapes", "atlas.extract.probes.dim_fitting", "atlas.extract.probes.probe_runs", "atlas.load.module_copy", "atlas.extract.record.escalation",
-                    "atlas.extract.discover.first_consumer", "atlas.extract.discover.layer_inputs", "atlas.extract.method_uses", "atlas.extract.trace.upsample",
+                    "atlas.extract.discover.first_consumer", "atlas.extract.discover.layer_inputs", "atlas.extract.trace.upsample",
                     "atlas.analyse.equations.composites", "atlas.analyse.equations.recurrent", "atlas.analyse.equations.verify",
                     "atlas.site.sync", "atlas.site.fingerprint", "atlas.render.filters", "atlas.render.repeat_words", "atlas.render.model_pages")
 _IMPORTED_BY_DESCRIBE = """

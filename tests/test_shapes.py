@@ -437,16 +437,15 @@ def test_the_model_page_says_how_its_shapes_were_found():
         assert doc.root.shapes.method == method and said in home and unsaid not in home, given
 
 
-def test_a_part_used_through_other_methods_is_said_so():
+def test_a_part_used_through_other_methods_is_recorded_where_its_parent_calls_them():
     """EnCodec's quantizer is used through `self.quantizer.encode(...)` and `.decode(...)`: its page read "not
-    called by the model's forward()", which its reader knows to be false. It now names the methods the parent's
-    code calls on it."""
+    called by the model's forward()", which its reader knows to be false. Its first method the parent calls is
+    recorded as its call, with its equations checked against that method."""
     from atlas import pipeline
     doc = pipeline.describe(fixture_spec("quantized_autoencoder"))
     codebook = doc.component("codebook")
-    assert codebook.shapes.status is ShapeStatus.NOT_CALLED
-    assert codebook.shapes.reason == ("not called through its forward(): the parent's code calls its `encode()` and "
-                                      "`decode()` instead")
+    assert codebook.shapes.status is ShapeStatus.DERIVED and codebook.shapes.called_as == "encode"
+    assert codebook.equations.verification.verified
     assert doc.root.equations.verification.verified
     assert doc.component("decoder").shapes.status is ShapeStatus.DERIVED
     # a child of the part called past it (OPTForCausalLM's `self.model.decoder(...)`) is no method of the part
