@@ -83,6 +83,9 @@ def test_the_page_says_which_method_in_both_languages(tmp_path, capsys):
             "and their check are of that call.*") in (page / "index.md").read_text()
     assert ("*El código del padre llama a `get_bias()` de este componente, no a su `forward()`: estas formas, sus "
             "ecuaciones y su comprobación son las de esa llamada.*") in (page / "index.es.md").read_text()
+    assert ("**Verified:** these equations, run in float64 on random inputs with a fixed seed in evaluation mode, "
+            "reproduce `get_bias()` to within 1e-12 (tolerance 1e-09).") in (page / "index.md").read_text()
+    assert "reproducen `get_bias()` con un error de hasta 1e-12" in (page / "index.es.md").read_text()
     assert "get_bias" not in (tmp_path / "attention" / "qkv.md").read_text()
 
 

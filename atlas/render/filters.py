@@ -135,11 +135,15 @@ def math_aligned(formula, e) -> str:
     return marked_aligned(formula, names_of(e), e.streams(), "")
 
 
-def verification_note(e, v=None) -> str:
-    """The check's outcome for the equations `e`: their own, or `v`, that of their paper view."""
+def verification_note(e, v=None, method: str | None = None) -> str:
+    """The check's outcome for the equations `e`: their own, or `v`, that of their paper view; `method`: the one the
+    parent's code calls instead of forward() (`get_bias`), which the check called."""
     v = e.verification if v is None else v
     args = {"dtype": v.dtype, "error": f"{v.max_error:.0e}", "tolerance": f"{v.tolerance:.0e}"}
-    if e.status.value == "override":
+    if method and e.status.value != "override":
+        text = msg("these equations, run in %(dtype)s on random inputs with a fixed seed in evaluation mode, "
+                   "reproduce `%(method)s()` to within %(error)s (tolerance %(tolerance)s).", method=method, **args)
+    elif e.status.value == "override":
         text = msg("the author's override, run in %(dtype)s on random inputs with a fixed seed in evaluation mode, "
                    "reproduces `forward()` to within %(error)s (tolerance %(tolerance)s).", **args)
     else:
