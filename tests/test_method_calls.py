@@ -83,4 +83,18 @@ def test_the_page_says_which_method_in_both_languages(tmp_path, capsys):
             "and their check are of that call.*") in (page / "index.md").read_text()
     assert ("*El código del padre llama a `get_bias()` de este componente, no a su `forward()`: estas formas, sus "
             "ecuaciones y su comprobación son las de esa llamada.*") in (page / "index.es.md").read_text()
+    assert ("**Verified:** these equations, run in float64 on random inputs with a fixed seed in evaluation mode, "
+            "reproduce `get_bias()` to within 1e-12 (tolerance 1e-09).") in (page / "index.md").read_text()
+    assert "reproducen `get_bias()` con un error de hasta 1e-12" in (page / "index.es.md").read_text()
     assert "get_bias" not in (tmp_path / "attention" / "qkv.md").read_text()
+
+
+def test_encodecs_quantizer_is_recorded_through_encode_on_the_cpu_run_too(capsys):
+    """EnCodec's forward() runs on the CPU (an `.item()`), where hooks give the shapes: its quantizer, used through
+    `encode()` and `decode()`, read "not called"; now its first call, `encode()`, gives its shapes and is checked."""
+    assert main(["describe", f"{METHODS}:encodec", "--json", "--verify"]) == 0
+    comps = {c["id"]: c for c in json.loads(capsys.readouterr().out)["components"]}
+    for part in ("quantizer", "quantizer.layers.codebook"):
+        assert comps[part]["shapes"]["called_as"] == "encode" and comps[part]["shapes"]["method"] == "cpu"
+        assert comps[part]["verification"]["verified"], comps[part]["verification"]
+    assert comps["quantizer"]["outputs"][0]["shape"][0] == 10       # codes: one row per quantizer

@@ -135,8 +135,8 @@ def math_aligned(formula, e) -> str:
     return marked_aligned(formula, names_of(e), e.streams(), "")
 
 
-def verification_note(e, v=None) -> str:
-    """The check's outcome for the equations `e`: their own, or `v`, that of their paper view."""
+def verification_note(e, v=None, method: str | None = None) -> str:
+    """The check's outcome for the equations `e`, or `v` (their paper view's); `method`: get_bias, not forward()."""
     v = e.verification if v is None else v
     args = {"dtype": v.dtype, "error": f"{v.max_error:.0e}", "tolerance": f"{v.tolerance:.0e}"}
     if e.status.value == "override":
@@ -144,7 +144,8 @@ def verification_note(e, v=None) -> str:
                    "reproduces `forward()` to within %(error)s (tolerance %(tolerance)s).", **args)
     else:
         text = msg("these equations, run in %(dtype)s on random inputs with a fixed seed in evaluation mode, "
-                   "reproduce `forward()` to within %(error)s (tolerance %(tolerance)s).", **args)
+                   "reproduce `%(method)s()` to within %(error)s (tolerance %(tolerance)s).",
+                   method=method or "forward", **args)
     return i18n.render(text) + ("" if v.note is None else f" {md_message(v.note)}.")
 
 

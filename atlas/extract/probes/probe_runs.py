@@ -3,6 +3,8 @@ device fails and the model fits the memory budget; and a concrete record for the
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 
 import torch
@@ -13,6 +15,7 @@ from torch.utils import _pytree as pytree
 from atlas.document import ModelDoc, TensorShape
 from atlas.document import input_specs as inputs_mod
 from atlas.errors import where
+from atlas.extract.method_uses import methods_on_parts
 from atlas.extract.probes.dim_fitting import fit
 from atlas.extract.probes.probe_sizes import PROBE_VALUES, check_sizes
 from atlas.extract.trace import direct_calls, entry_kinds
@@ -24,7 +27,8 @@ from atlas.load.module_copy import deep_copy
 _DTYPES = {name: getattr(torch, name) for name in inputs_mod.DTYPES}
 
 log = logging.getLogger("atlas")
-# a module call's inputs and outputs: (name, sizes, dtype) of each tensor
+# a module call's inputs and outputs: (name, sizes, dtype) of each tensor; and, after them, the method called where
+# the parent's code called another than forward() (`get_bias`)
 Record = tuple[list[tuple[str, tuple[int, ...], str]], list[tuple[str, tuple[int, ...], str]]]
 
 
@@ -39,8 +43,8 @@ def _tensors(name: str, value) -> list[tuple[str, torch.Tensor]]:
     return []
 
 
-def _named_inputs(module: nn.Module, args: tuple, kwargs: dict) -> list[tuple[str, torch.Tensor]]:
-    return [t for name, value in bind_or_list(module, args, kwargs).items() for t in _tensors(name, value)]
+def _named_inputs(module: nn.Module, args: tuple, kwargs: dict, method=None) -> list[tuple[str, torch.Tensor]]:
+    return [t for name, value in bind_or_list(module, args, kwargs, method).items() for t in _tensors(name, value)]
 
 
 def _describe(items: list[tuple[str, torch.Tensor]]) -> list[tuple[str, tuple[int, ...], str]]:
@@ -56,11 +60,21 @@ def capture(model: nn.Module, example: dict[str, torch.Tensor], records: dict | 
             records[id(module)] = (_describe(_named_inputs(module, args, kwargs)),
                                    _describe(_tensors("output", output)))
 
+    def method_hook(method, module, args, kwargs, output):
+        if id(module) not in records and _tensors("output", output):      # flatten_parameters() is no call
+            records[id(module)] = (_describe(_named_inputs(module, args, kwargs, method)),
+                                   _describe(_tensors("output", output)), method)
+
     code_caches.clear(model)            # a table cached by an earlier run holds that run's tensors
     handles = [m.register_forward_hook(hook, with_kwargs=True) for m in model.modules() if direct_calls.hookable(m)]
     handles += direct_calls.hook_scripted({id(m) for m in model.modules() if not direct_calls.hookable(m)}, None, hook)
     try:
-        with torch.no_grad(), direct_calls.watching(model.modules(), None, hook):
+        with torch.no_grad(), direct_calls.watching(model.modules(), None, hook), contextlib.ExitStack() as undo:
+            for parent in model.modules():          # `self.rel_pos.get_bias()`: a call of rel_pos
+                for name, methods in methods_on_parts(parent).items():
+                    for method in methods:
+                        undo.callback(direct_calls.watch(parent._modules[name], None,
+                                                         functools.partial(method_hook, method), method=method))
             call(model, example)
     finally:
         for h in handles:

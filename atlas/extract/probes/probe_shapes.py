@@ -82,7 +82,8 @@ def derive(model: nn.Module, doc: ModelDoc, declared: list[str] | None = None,
                 shapes = Shapes(ShapeStatus.NOT_DERIVED, method=method,
                                 reason=msg("its inputs or outputs change structure with the input size"))
             else:
-                shapes = Shapes(ShapeStatus.DERIVED, ins, outs, method, note)
+                called = next((r[2] for r in recs if len(r) > 2), None)     # `get_bias`, not forward()
+                shapes = Shapes(ShapeStatus.DERIVED, ins, outs, method, note, called_as=called)
         comps.append(replace(comp, shapes=shapes))
     return replace(doc, components=tuple(comps), dims=dim_names, inputs=tuple(texts))
 
