@@ -8,7 +8,7 @@ on fake tensors, or on a real forward of a fresh model where the fake run fails.
 traceback, every input-discovery note of a model whose forward did not run as found, every unverified component with
 its reason, every FLOPs disagreement with the components that differ most.
 
-    PYTHONPATH=$PWD /work/venv-libs/bin/python bench/library_suite.py [--markdown] [NAME ...]
+    bench/library_env.sh && .venv-libraries/bin/python bench/library_suite.py [--markdown] [NAME ...]
 
 --markdown prints the table alone (for a README).
 """
