@@ -85,3 +85,14 @@ def test_an_attention_output_projection_to_fewer_features_is_counted_at_its_size
     B = sympy.Symbol("B", positive=True, integer=True)
     expected = B * (3 * 2 * T * 16 * 16 + 2 * T * 16 * 4 + 4 * T * T * 16)
     assert sympy.expand(sympy.sympify(doc.cost.flops, locals={"B": B, "T": T}) - expected) == 0
+
+
+@pytest.mark.parametrize("name", ["patches_by_function", "patches_by_layer"])
+def test_an_image_cut_into_patches_by_einops_is_read_back_from_the_pattern(name):
+    """LayerNorm(48) after `b c (h p1) (w p2) -> b (h w) (p1 p2 c)` with p1 = p2 = 4: c = 3, and H and W are
+    multiples of 4; the 16 patches of the position table make it 16 x 16."""
+    doc = _document(name)
+    assert doc.inputs == ("img:float32[B,3,16,16]",)
+    assert "through `b c (h p1) (w p2) -> b (h w) (p1 p2 c)` (c = 3)" in doc.input_notes[0]
+    (norm,) = [c for c in doc.components if c.cls.endswith("LayerNorm")]
+    assert [d.value for d in norm.shapes.inputs[0].dims] == [None, 16, 48]     # [B, 16 patches, 4 · 4 · 3]

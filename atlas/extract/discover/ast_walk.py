@@ -1,9 +1,13 @@
-"""Reading forward()'s syntax tree: the operand under a scaling by numbers, numeric literals, and every call in
-evaluation order."""
+"""Reading forward()'s syntax tree: a function's node, the operand under a scaling by numbers, numeric literals,
+every call in evaluation order, and the parameter an argument binds to."""
 
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
+
+from torch import nn
 
 
 def scaled(expr: ast.expr) -> ast.expr:
@@ -38,3 +42,24 @@ def post_order(node: ast.AST):
         yield from post_order(child)
     if isinstance(node, ast.Call) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
         yield node
+
+
+def function_node(fn) -> ast.FunctionDef:
+    fn = inspect.unwrap(fn)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise TypeError("not a function")
+    return node
+
+
+def parameter_of(module: nn.Module, arg_index: int | None, keyword: str | None) -> str | None:
+    """The name of the forward() parameter an argument binds to: its keyword, or the parameter at its position."""
+    if keyword is not None:
+        return keyword
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+    return params[arg_index].name if arg_index is not None and arg_index < len(params) else None

@@ -13,13 +13,13 @@ from __future__ import annotations
 import ast
 import inspect
 import logging
-import textwrap
 from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
-from atlas.extract.discover.ast_walk import post_order, scaled
+from atlas.extract.discover import einops_patterns
+from atlas.extract.discover.ast_walk import function_node, parameter_of, post_order, scaled
 
 log = logging.getLogger("atlas")
 
@@ -54,6 +54,7 @@ class Consumer:
     how: str = "forward() source"            # "forward() source" or "module order"
     argument: str | None = None              # the layer's forward() parameter the input binds to, where known
     viewed: tuple[int, ...] | None = None    # `z.view(z.size(0), 100, 1, 1)` on the way: the sizes after the batch
+    rearranged: tuple[str, dict] | None = None   # an einops pattern and its axis sizes on the way (einops_patterns)
 
 
 def first_consumer(model: nn.Module, param: str) -> Consumer | None:
@@ -78,25 +79,21 @@ def module_order(model: nn.Module) -> Consumer | None:
     return None
 
 
-def _source(fn) -> ast.FunctionDef:
-    fn = inspect.unwrap(fn)
-    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    node = tree.body[0]
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        raise TypeError("not a function")
-    return node
-
-
 def _enter(module: nn.Module, path: str, arg_index: int | None, keyword: str | None, depth: int,
            rank: int | None) -> Consumer | None:
     """The consumer inside `module`, reached with its positional argument `arg_index` or keyword `keyword`."""
     if isinstance(module, INFORMATIVE):
         return Consumer(path, module, rank=rank, argument=parameter_of(module, arg_index, keyword))
     if isinstance(module, nn.Sequential):
+        rearranged = None
         for key, child in module._modules.items():
             if child is None or isinstance(child, PASS_THROUGH):
                 continue
-            return _enter(child, f"{path}.{key}" if path else key, 0, None, depth + 1, rank)
+            if einops_patterns.layer_of(child) is not None and rearranged is None:
+                rearranged = einops_patterns.layer_of(child)
+                continue
+            found = _enter(child, f"{path}.{key}" if path else key, 0, None, depth + 1, rank)
+            return replace(found, rearranged=rearranged) if found is not None and rearranged else found
         return None
     if isinstance(module, PASS_THROUGH) or depth > MAX_DEPTH:
         return None
@@ -115,20 +112,8 @@ def _enter(module: nn.Module, path: str, arg_index: int | None, keyword: str | N
         return None
 
 
-def parameter_of(module: nn.Module, arg_index: int | None, keyword: str | None) -> str | None:
-    """The name of the forward() parameter an argument binds to: its keyword, or the parameter at its position."""
-    if keyword is not None:
-        return keyword
-    try:
-        params = [p for p in inspect.signature(module.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        return None
-    return params[arg_index].name if arg_index is not None and arg_index < len(params) else None
-
-
 def _in_forward(module: nn.Module, path: str, param: str, fn, depth: int, rank: int | None) -> Consumer | None:
-    node = _source(fn)
+    node = function_node(fn)
     reader = _Reader(module, path, param, depth, rank, getattr(fn, "__globals__", {}))
     return reader.body(node.body)
 
@@ -144,6 +129,8 @@ class _Reader:
         self.loop_vars: dict[str, tuple[nn.Module, str]] = {}
         self.viewed: tuple[int, ...] | None = None
         self.branches = 0                         # how deep in if/while bodies the statement read is
+        self.locals: dict[str, int] = {}          # ints the body names (`p = self.patch_size`)
+        self.rearranged: tuple[str, dict] | None = None
 
     def body(self, stmts: list[ast.stmt]) -> Consumer | None:
         for stmt in stmts:
@@ -173,9 +160,14 @@ class _Reader:
         if isinstance(stmt, ast.Assign):
             self._shape_unpack(stmt)
             self._view(stmt.value)
+            self._locals(stmt)
+            if self._rearranged(stmt):
+                return None
         found = self.calls(stmt)
         if found is not None and found.viewed is None and self.viewed is not None:
             found = replace(found, viewed=self.viewed)
+        if found is not None and found.rearranged is None and self.rearranged is not None:
+            found = replace(found, rearranged=self.rearranged)
         if found is None and isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             names = {t.id for t in targets if isinstance(t, ast.Name)}
@@ -244,12 +236,35 @@ class _Reader:
         if len(args) >= 2 and all(isinstance(n, int) and n > 0 for n in sizes):
             self.viewed = tuple(sizes)
 
+    def _locals(self, stmt: ast.Assign) -> None:
+        """`p = self.patch_size`, `b, p = x.shape[0], self.patch_size`: ints the code names, for later reads."""
+        target, value = stmt.targets[0], stmt.value
+        pairs = (zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                 and len(target.elts) == len(value.elts) else [(target, value)])
+        for t, v in pairs:
+            if isinstance(t, ast.Name) and self._number(v) is not None:
+                self.locals[t.id] = self._number(v)
+
+    def _rearranged(self, stmt: ast.Assign) -> bool:
+        """`x = rearrange(img, 'b c (h p1) (w p2) -> ...', p1=p, p2=p)`: x is the input, rearranged so."""
+        value = stmt.value
+        if not (isinstance(value, ast.Call) and len(value.args) >= 2 and self._is_alias(value.args[0])
+                and isinstance(value.args[1], ast.Constant) and isinstance(value.args[1].value, str)):
+            return False
+        name = value.func.id if isinstance(value.func, ast.Name) else getattr(value.func, "attr", None)
+        axes = {kw.arg: self._number(kw.value) for kw in value.keywords if kw.arg}
+        if name != "rearrange" or "->" not in value.args[1].value or None in axes.values():
+            return False
+        self.rearranged = (value.args[1].value, axes)
+        self.aliases |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        return True
+
     def _number(self, expr: ast.expr):
         """An int the code states: a literal, a module-level name, an attribute of self, or a product of them."""
         if isinstance(expr, ast.Constant) and type(expr.value) is int:
             return expr.value
         if isinstance(expr, ast.Name):
-            value = self.names.get(expr.id)
+            value = self.locals.get(expr.id, self.names.get(expr.id))
             return value if type(value) is int else None
         if isinstance(expr, ast.Attribute):
             value = self._resolve(expr)

@@ -81,6 +81,8 @@ def candidates(consumer: Consumer, model: nn.Module, float_dtype: str) -> list[C
     """The inputs to try, the first preferred: a row of as many values as the code's view of the input has (a
     latent vector viewed as a 1 × 1 map), else what the layer takes."""
     own = _layer_candidates(consumer, model, float_dtype)
+    if consumer.rearranged is not None:
+        return _rearranged(consumer, own) + own
     if consumer.viewed is None:
         return own
     size = math.prod(consumer.viewed)
@@ -223,3 +225,21 @@ def _functional(consumer: Consumer, float_dtype: str) -> list[Candidate]:
                        n, function=call)
         return [Candidate(float_dtype, ("B", n, *SPATIAL[w.dim() - 2]), because)]
     return []
+
+
+def _rearranged(consumer: Consumer, own: list[Candidate]) -> list[Candidate]:
+    """The input laid out as an einops pattern takes it to the layer (einops_patterns): [B, 3, H, W] with H and W
+    multiples of the patch, where `(p1 p2 c)` must be the layer's 192."""
+    from atlas.extract.discover.discovery import HINTS
+    from atlas.extract.discover.einops_patterns import input_dims
+    width = own[0].dims[-1] if own and isinstance(own[0].dims[-1], int) else None
+    found = input_dims(*consumer.rearranged, width) if width is not None else None
+    if found is None:
+        return []
+    dims, multiples, solved = found
+    because = msg("%(layer)s, through %(pattern)s", layer=_label(consumer),
+                  pattern=_code(consumer.rearranged[0]) + (f" ({solved})" if solved else ""))
+    minimum = tuple((sym, k, -(-HINTS.get(sym, 7) // k) * k, msg("a multiple of %(n)s, as %(pattern)s takes it",
+                                                                   n=k, pattern=_code(consumer.rearranged[0])))
+                    for sym, k in multiples.items() if k > 1)
+    return [Candidate(own[0].dtype, dims, because, minimum=minimum)]
