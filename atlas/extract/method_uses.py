@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import torch
 from torch import nn
 
 from atlas.extract.source_spans import SourceFiles
@@ -40,8 +41,10 @@ def other_methods(model: nn.Module, path: str) -> list[str]:
 def methods_on_parts(parent: nn.Module) -> dict[str, list[str]]:
     """{child's name: the methods other than forward() the parent's code calls on it}, for the children that have
     such methods (`self.rel_pos.get_bias()`: {"rel_pos": ["get_bias"]}); what the class's code says, read once per
-    class."""
+    class. A TorchScript module has none: its code runs in TorchScript's interpreter."""
     found: dict[str, list[str]] = {}
+    if isinstance(parent, torch.jit.ScriptModule):
+        return found
     for name, method in _called_on_attributes(type(parent)):
         part = parent._modules.get(name)
         attr = getattr(part, method, None) if part is not None else None

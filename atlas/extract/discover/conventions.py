@@ -3,6 +3,9 @@ their readers."""
 
 from __future__ import annotations
 
+# the sizes discovery gives each symbol: distinct, never 0 or 1, above small windows
+HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12, "N": 19, "E": 23}
+
 # forward() inputs
 TOKEN_IDS = ("input_ids", "decoder_input_ids")
 MASKS = ("attention_mask", "decoder_attention_mask")

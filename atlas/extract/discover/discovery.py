@@ -36,6 +36,7 @@ from atlas.document.input_specs import parse_input
 from atlas.extract.discover.conventions import (
     AUDIO,
     GRAPH_EDGES,
+    HINTS,
     TARGET_SIDE,
     TOKEN_IDS,
 )
@@ -50,9 +51,6 @@ from atlas.extract.discover.usual_inputs import (
 )
 from atlas.i18n import Text, msg
 from atlas.load.forward_calls import parameters
-
-# distinct, never 0 or 1, above small windows
-HINTS = {"B": 3, "T": 17, "S": 13, "H": 40, "W": 56, "D": 12, "N": 19, "E": 23}
 
 
 @dataclass(frozen=True)

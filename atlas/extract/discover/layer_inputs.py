@@ -230,7 +230,7 @@ def _functional(consumer: Consumer, float_dtype: str) -> list[Candidate]:
 def _rearranged(consumer: Consumer, own: list[Candidate]) -> list[Candidate]:
     """The input laid out as an einops pattern takes it to the layer (einops_patterns): [B, 3, H, W] with H and W
     multiples of the patch, where `(p1 p2 c)` must be the layer's 192."""
-    from atlas.extract.discover.discovery import HINTS
+    from atlas.extract.discover.conventions import HINTS
     from atlas.extract.discover.einops_patterns import input_dims
     width = own[0].dims[-1] if own and isinstance(own[0].dims[-1], int) else None
     found = input_dims(*consumer.rearranged, width) if width is not None else None
