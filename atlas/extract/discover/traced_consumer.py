@@ -24,6 +24,7 @@ from torch.utils._pytree import tree_leaves
 from atlas.document.input_specs import parse_input
 from atlas.extract.discover.first_consumer import INFORMATIVE, Consumer, parameter_of
 from atlas.extract.trace.module_state import fake_tensors
+from atlas.extract.trace.runs import DTYPES
 from atlas.extract.trace.shape_env import quiet
 from atlas.load.forward_calls import evaluation, parameters
 
@@ -33,8 +34,6 @@ WIDTH, LENGTH = 13, 11                  # the tracer's sizes: apart from every d
 RANKS = ((LENGTH, WIDTH), (WIDTH,), (WIDTH, LENGTH, LENGTH))     # after the batch: a sequence, a row, a map
 _FUNCTIONAL = {F.linear: "linear", F.embedding: "embedding", F.conv1d: "conv1d", F.conv2d: "conv2d",
                F.conv3d: "conv3d"}
-_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
 
 
 class _Reached(BaseException):
@@ -78,7 +77,7 @@ def traced_consumer(model: nn.Module, name: str, others: dict[str, tuple[str, tu
     if name not in parameters(model):
         return None
     for rank in RANKS:
-        found = _run(model, name, (3, *rank), others, _DTYPES.get(float_dtype, torch.float32))
+        found = _run(model, name, (3, *rank), others, DTYPES.get(float_dtype, torch.float32))
         if found is not None:
             return found
     return None
@@ -87,7 +86,7 @@ def traced_consumer(model: nn.Module, name: str, others: dict[str, tuple[str, tu
 def _run(model, name, shape, others, dtype) -> Consumer | None:
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
-        inputs = {n: torch.zeros(sizes, dtype=_DTYPES.get(dt, torch.float32)) for n, (dt, sizes) in others.items()}
+        inputs = {n: torch.zeros(sizes, dtype=DTYPES.get(dt, torch.float32)) for n, (dt, sizes) in others.items()}
         tracer = torch.zeros(shape, dtype=dtype)
     inputs[name] = tracer
     follow = _Follow(tracer)
